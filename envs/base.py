@@ -1,0 +1,109 @@
+"""The env contract: a seeded task generator, a toolbox per episode, a grader and an oracle.
+
+An env makes :class:`Task` s (plain data), builds the toolbox an episode's planner may use
+(world tools wrapped in latency, faults and a call log), grades the final answer against the
+task, and exposes the ground-truth :class:`Oracle` that only the simulated LLM reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from envs.faults import FaultInjector, FaultRule
+from envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCallRecord
+
+COMPLEXITIES = ("simple", "medium", "complex")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task instance. ``world`` is the env's plain-data ground truth."""
+
+    task_id: str
+    env: str
+    complexity: str
+    goal: str
+    world: dict[str, Any]
+    unreachable: bool = False
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The grader's verdict on one episode."""
+
+    success: bool
+    progress: float  # share of required facts present in the final answer
+    trap_in_answer: bool = False  # the answer carries facts from a locally attractive dead end
+    trap_touched: bool = False  # the agent opened a trap document at some point
+    detail: str = ""
+
+
+@dataclass
+class EpisodeTools:
+    """What an episode gets from its env: the planner's toolbox and the env-side handles."""
+
+    toolbox: Toolbox
+    log: CallLog
+    faults: FaultInjector
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> list[ToolCallRecord]:
+        return self.log.records
+
+
+class Oracle(Protocol):
+    """Ground truth the simulated LLM reads (never a planner)."""
+
+    task: Task
+
+
+class Env(Protocol):
+    name: str
+
+    def generate(self, n: int, *, seed: int, complexity: str) -> list[Task]: ...
+
+    def make_tools(
+        self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
+    ) -> EpisodeTools: ...
+
+    def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade: ...
+
+    def oracle(self, task: Task) -> Any: ...
+
+
+def wrap_tools(
+    world: Toolbox,
+    *,
+    latency: dict[str, LatencyProfile],
+    rules: Sequence[FaultRule],
+    seed_keys: tuple[object, ...],
+) -> EpisodeTools:
+    """The standard wrapper stack: call log ∘ faults ∘ latency ∘ world.
+
+    Faults sit outside latency so a faulted call costs the fault's own time (a 503 is fast,
+    a timeout is slow), not the tool's normal latency as well.
+    """
+    latency_wrapped = LatencyWrapper(world, latency, seed_keys=seed_keys)
+    faults = FaultInjector(latency_wrapped, rules, seed_keys=seed_keys)
+    log = CallLog(faults)
+    return EpisodeTools(toolbox=log, log=log, faults=faults)
+
+
+_REGISTRY: dict[str, Callable[..., Env]] = {}
+
+
+def register(name: str, factory: Callable[..., Env]) -> None:
+    _REGISTRY[name] = factory
+
+
+def registered() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_env(name: str, **kwargs: Any) -> Env:
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown env {name!r}; registered: {registered()}")
+    return _REGISTRY[name](**kwargs)

@@ -1,0 +1,77 @@
+"""Shared shapes of the ground-truth oracle that the simulated LLM reads.
+
+The oracle answers one question: *given what an agent has observed so far, which steps remain,
+done right?* (:meth:`remaining`). It knows nothing of planners: a ReAct turn, a first plan and
+a replan are all the same question asked with different observations. Each gold step may carry
+a ``trap``: the locally attractive wrong alternative a fallible model may pick instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to the result of an observed call or of an earlier gold step."""
+
+    key: str
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One observed tool call: ``error`` is the ToolError kind, or None on success."""
+
+    key: str
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class GoldStep:
+    """One correct remaining step; args may hold :class:`Ref` s to observations or gold steps."""
+
+    key: str
+    tool: str
+    args: dict[str, Any]
+    deps: list[str] = field(default_factory=list)
+    post: list[str] = field(default_factory=list)
+    fallback: str | None = None
+    trap: GoldStep | None = None
+
+
+class Oracle(Protocol):
+    def remaining(self, observations: Sequence[Obs]) -> list[GoldStep]: ...
+
+    def answer(self, observations: Sequence[Obs]) -> str | None: ...
+
+    def partial_answer(self, observations: Sequence[Obs]) -> str: ...
+
+    def hallucinated_tools(self) -> list[str]: ...
+
+
+def resolve_ref(ref: Ref, observations: Sequence[Obs]) -> Any:
+    """The literal value a Ref points at in the observations (None if missing)."""
+    for obs in reversed(observations):
+        if obs.key == ref.key and obs.error is None:
+            value: Any = obs.result
+            for part in ref.path:
+                value = value.get(part) if isinstance(value, dict) else None
+            return value
+    return None
+
+
+def literal_args(args: Any, observations: Sequence[Obs]) -> Any:
+    """Args with every Ref replaced by the observed value (how an acting model writes them)."""
+    if isinstance(args, Ref):
+        return resolve_ref(args, observations)
+    if isinstance(args, dict):
+        return {k: literal_args(v, observations) for k, v in args.items()}
+    if isinstance(args, list):
+        return [literal_args(v, observations) for v in args]
+    return args

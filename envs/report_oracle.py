@@ -1,0 +1,227 @@
+"""Ground truth for the report family: the correct remaining steps given observations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from envs.base import Task
+from envs.oracle import GoldStep, Obs, Ref
+from envs.report import Branch, ReportWorld, fact_line, slug
+
+SEARCH_TOOLS = ("search_web", "search_web_backup")
+
+
+def precise_queries(b: Branch) -> list[str]:
+    """Phrasings a careful model would use, in order; an empty result calls for the next."""
+    c, y = b.company, b.year
+    return [
+        f"{c} annual report {y}",
+        f"{c} {y} annual report pdf",
+        f"{c} investor relations annual report {y}",
+        f"{c} financial statements {y}",
+    ]
+
+
+def vague_query(b: Branch) -> str:
+    """The locally attractive query: short, no year; it ranks the stale press release first."""
+    return f"{b.company} latest financial results"
+
+
+@dataclass
+class _BranchState:
+    bad_queries: set[str]
+    good_url: str | None = None
+    stale_first: bool = False
+    protected: bool = False
+    doc: str | None = None  # observation key of a parse/fetch of the right year
+    stale_doc: str | None = None
+    data: str | None = None  # observation key of an extract of the right year
+    stale_data: str | None = None
+
+
+class ReportOracle:
+    """Reads the task's world; answers what remains to be done correctly."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.world = ReportWorld(task)
+        self.branches = self.world.branches
+
+    def hallucinated_tools(self) -> list[str]:
+        return ["get_financials", "download_report", "web_lookup", "summarize_report"]
+
+    def _states(self, observations: Sequence[Obs]) -> tuple[dict[str, _BranchState], set[str]]:
+        states = {b.company: _BranchState(bad_queries=set()) for b in self.branches}
+        dead_tools = {o.tool for o in observations if o.error == "invalid_api_key"}
+        for o in observations:
+            if o.tool in SEARCH_TOOLS:
+                query = str(o.args.get("query", ""))
+                for b in self.branches:
+                    if b.company.lower() not in query.lower():
+                        continue
+                    st = states[b.company]
+                    if o.error == "empty_result":
+                        st.bad_queries.add(query)
+                    elif o.error is None and isinstance(o.result, dict):
+                        urls = [r.get("url") for r in o.result.get("results", [])]
+                        if b.report_url in urls:
+                            st.good_url = b.report_url
+                        if urls and urls[0] == b.press_url:
+                            st.stale_first = True
+            elif o.tool == "parse_pdf":
+                hit = self.world.urls.get(str(o.args.get("url")))
+                if hit is None:
+                    continue
+                b, stale = hit
+                st = states[b.company]
+                if o.error == "password_protected" and not stale:
+                    st.protected = True
+                elif o.error is None:
+                    if stale:
+                        st.stale_doc = o.key
+                    else:
+                        st.doc = o.key
+            elif o.tool == "fetch_filing" and o.error is None:
+                states[o.result["company"]].doc = o.key
+            elif o.tool == "extract_data" and o.error is None:
+                doc = self.world.docs.get(str(o.args.get("doc_id")))
+                if doc is not None:
+                    b, stale = doc
+                    if stale:
+                        states[b.company].stale_data = o.key
+                    else:
+                        states[b.company].data = o.key
+        return states, dead_tools
+
+    def remaining(self, observations: Sequence[Obs]) -> list[GoldStep]:
+        """The correct remaining steps, branch by branch, then the summary (empty when done)."""
+        states, dead = self._states(observations)
+        if self.answer(observations) is not None:
+            return []
+        steps: list[GoldStep] = []
+        data_refs: list[Ref] = []
+        data_deps: list[str] = []
+        live_search = [t for t in SEARCH_TOOLS if t not in dead]
+        for b in self.branches:
+            st = states[b.company]
+            s = slug(b.company)
+            y = b.year
+            extract_post = ["result.revenue != null", f"result.year == {y}"]
+            if st.data is not None:
+                data_refs.append(Ref(st.data))
+                data_deps.append(st.data)
+                continue
+            doc_key: str
+            if st.doc is not None:
+                doc_key = st.doc
+            elif st.good_url is not None and not st.protected:
+                parse = GoldStep(
+                    f"parse:{s}", "parse_pdf", {"url": st.good_url}, post=[f"result.year == {y}"]
+                )
+                if st.stale_doc is not None:
+                    parse.trap = GoldStep(
+                        f"extract:{s}",
+                        "extract_data",
+                        {"doc_id": Ref(st.stale_doc, ("doc_id",)), "fields": ["revenue", "profit"]},
+                        deps=[st.stale_doc],
+                        post=extract_post,
+                    )
+                elif st.stale_first:
+                    parse.trap = GoldStep(
+                        f"parse:{s}",
+                        "parse_pdf",
+                        {"url": b.press_url},
+                        post=[f"result.year == {y}"],
+                    )
+                steps.append(parse)
+                doc_key = parse.key
+            elif st.protected or not live_search:
+                fetch = GoldStep(
+                    f"filing:{s}",
+                    "fetch_filing",
+                    {"company": b.company, "year": y},
+                    post=[f"result.year == {y}"],
+                )
+                steps.append(fetch)
+                doc_key = fetch.key
+            else:
+                queries = [q for q in precise_queries(b) if q not in st.bad_queries]
+                query = queries[0] if queries else precise_queries(b)[-1]
+                tool = live_search[0]
+                fallback = live_search[1] if len(live_search) > 1 else None
+                search = GoldStep(
+                    f"search:{s}",
+                    tool,
+                    {"query": query},
+                    post=["result.count > 0"],
+                    fallback=fallback,
+                )
+                if b.stale_trap and st.stale_doc is None:
+                    search.trap = GoldStep(
+                        f"search:{s}",
+                        tool,
+                        {"query": vague_query(b)},
+                        post=["result.count > 0"],
+                        fallback=fallback,
+                    )
+                parse = GoldStep(
+                    f"parse:{s}",
+                    "parse_pdf",
+                    {"url": Ref(search.key, ("url",))},
+                    deps=[search.key],
+                    post=[f"result.year == {y}"],
+                )
+                steps += [search, parse]
+                doc_key = parse.key
+            extract = GoldStep(
+                f"extract:{s}",
+                "extract_data",
+                {"doc_id": Ref(doc_key, ("doc_id",)), "fields": ["revenue", "profit"]},
+                deps=[doc_key],
+                post=extract_post,
+            )
+            steps.append(extract)
+            data_refs.append(Ref(extract.key))
+            data_deps.append(extract.key)
+        steps.append(
+            GoldStep(
+                "summary",
+                "generate_summary",
+                {"data": data_refs},
+                deps=data_deps,
+                post=["result.summary != null"],
+            )
+        )
+        return steps
+
+    def answer(self, observations: Sequence[Obs]) -> str | None:
+        """The finished report, once a summary with every right figure has been observed."""
+        for o in reversed(observations):
+            if o.tool == "generate_summary" and o.error is None and isinstance(o.result, dict):
+                text = str(o.result.get("summary", ""))
+                if all(
+                    f"revenue {b.revenue}" in text and f"profit {b.profit}" in text
+                    for b in self.branches
+                ):
+                    return text
+        return None
+
+    def partial_answer(self, observations: Sequence[Obs]) -> str:
+        """What a model that stops early would write: the figures it has seen so far."""
+        for o in reversed(observations):
+            if o.tool == "generate_summary" and o.error is None and isinstance(o.result, dict):
+                return str(o.result.get("summary", ""))
+        lines = []
+        for o in observations:
+            if o.tool == "extract_data" and o.error is None and isinstance(o.result, dict):
+                r = o.result
+                lines.append(
+                    fact_line(
+                        str(r.get("company")),
+                        int(r.get("year", 0)),
+                        str(r.get("revenue")),
+                        str(r.get("profit")),
+                    )
+                )
+        return "\n".join(lines) if lines else "I could not find the figures."

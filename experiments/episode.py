@@ -1,0 +1,199 @@
+"""One episode end to end: env makes the tools, the planner runs, the env grades, we record.
+
+This is also where a failed episode gets its one failure mode, from the planner's stop reason,
+the grader's verdict and the env's call log — never from which planner ran.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from envs import clock
+from envs.base import Env, Grade, Task
+from envs.faults import FaultRule
+from envs.tools import ToolCallRecord
+from planners.base import Planner, PlannerResult, TaskView
+from planners.llm.base import ROLES, EpisodeLLM, LLMBackend
+from planners.llm.profiles import ModelProfile
+
+FAILURE_MODES = (
+    "dead_end",
+    "gave_up_after_tool_failure",
+    "precondition_unverified",
+    "plan_logic_error",
+    "hallucinated_tool_call",
+    "malformed_output",
+    "budget_exhausted",
+    "false_success",
+    "harness_error",
+    "correctly_reported_unreachable",
+)
+_PREMISE_ERRORS = frozenset({"not_found", "bad_args"})
+_HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
+
+
+class EpisodeRecord(BaseModel):
+    """One line of ``episodes.jsonl``. Field order is the file's key order."""
+
+    planner: str
+    env: str
+    complexity: str
+    task_id: str
+    seed: int
+    trial: int
+    llm: str
+    success: bool
+    progress: float
+    failure_mode: str
+    stop_reason: str
+    tokens_prompt: int
+    tokens_completion: int
+    tokens_total: int
+    tokens_planner: int
+    tokens_executor: int
+    tokens_evaluator: int
+    tokens_replanner: int
+    tokens_rollout: int
+    llm_calls: int
+    tool_calls: int
+    tool_errors: int
+    faults_injected: int
+    retries: int
+    fallbacks: int
+    replans: int
+    skipped_steps: int
+    plan_repairs: int
+    latency_s: float
+    cost_usd: float
+    detail: str
+    wall_s: float
+
+
+def classify(
+    result: PlannerResult, grade: Grade, calls: Sequence[ToolCallRecord], task: Task
+) -> str:
+    """The failure mode of a graded episode ('none' for a success)."""
+    if grade.success:
+        return "none"
+    stop = result.stop
+    if stop == "reported_unreachable":
+        return (
+            "correctly_reported_unreachable" if task.unreachable else "gave_up_after_tool_failure"
+        )
+    if stop == "answered":
+        return "dead_end" if grade.trap_in_answer else "false_success"
+    if stop == "malformed_output":
+        return "malformed_output"
+    if stop == "budget":
+        return "budget_exhausted"
+    if stop == "plan_error":
+        reason = result.detail.split(":")[0]
+        return "hallucinated_tool_call" if reason in _HALLUCINATION_REASONS else "plan_logic_error"
+    if stop == "precondition_failed":
+        return "precondition_unverified"
+    failed = [c for c in calls if not c.ok]
+    last = failed[-1].error_kind if failed else None
+    if "postcondition" in result.detail and grade.trap_touched:
+        return "dead_end"
+    if last == "unknown_tool":
+        return "hallucinated_tool_call"
+    if last in _PREMISE_ERRORS:
+        return "precondition_unverified"
+    if last is None and grade.trap_touched:
+        return "dead_end"
+    return "gave_up_after_tool_failure"
+
+
+async def run_episode(
+    *,
+    planner_name: str,
+    planner: Planner,
+    env: Env,
+    task: Task,
+    backend: LLMBackend,
+    llm_label: str,
+    models: Mapping[str, ModelProfile],
+    rules: Sequence[FaultRule],
+    seed: int,
+    trial: int,
+) -> tuple[EpisodeRecord, dict[str, Any]]:
+    """Run one episode; any exception that is not an agent-level failure is a harness_error."""
+    wall0 = time.perf_counter()
+    seed_keys = (seed, task.env, task.task_id, trial)
+    trace: list[dict[str, Any]] = []
+    episode_tools = env.make_tools(task, rules=rules, seed_keys=seed_keys)
+    llm = EpisodeLLM(backend, models, trace=trace)
+    sim_clock = clock.SimClock()
+    error = ""
+    try:
+        with clock.use_clock(sim_clock):
+            result = await planner.run(
+                TaskView(task.task_id, task.goal), episode_tools.toolbox, llm
+            )
+        grade = env.grade(task, result.answer, episode_tools.calls)
+        mode = classify(result, grade, episode_tools.calls, task)
+    except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
+        error = f"{type(exc).__name__}: {exc}"
+        trace.append(
+            {"event": "harness_error", "error": error, "traceback": traceback.format_exc(limit=8)}
+        )
+        result = PlannerResult(None, "gave_up", error)
+        grade = Grade(False, 0.0, detail="harness error")
+        mode = "harness_error"
+    usage = llm.usage
+    calls = episode_tools.calls
+    record = EpisodeRecord(
+        planner=planner_name,
+        env=task.env,
+        complexity=task.complexity,
+        task_id=task.task_id,
+        seed=seed,
+        trial=trial,
+        llm=llm_label,
+        success=grade.success,
+        progress=round(grade.progress, 6),
+        failure_mode=mode,
+        stop_reason="harness_error" if error else result.stop,
+        tokens_prompt=usage.prompt_tokens,
+        tokens_completion=usage.completion_tokens,
+        tokens_total=usage.prompt_tokens + usage.completion_tokens,
+        **{f"tokens_{role}": usage.by_role[role] for role in ROLES},
+        llm_calls=usage.calls,
+        tool_calls=len(calls),
+        tool_errors=sum(not c.ok for c in calls),
+        faults_injected=episode_tools.faults.injected,
+        retries=result.stats.retries,
+        fallbacks=result.stats.fallbacks,
+        replans=result.stats.replans,
+        skipped_steps=result.stats.skipped_steps,
+        plan_repairs=result.stats.plan_repairs,
+        latency_s=round(sim_clock.now, 6),
+        cost_usd=round(usage.cost_usd, 8),
+        detail=(error or result.detail)[:300],
+        wall_s=round(time.perf_counter() - wall0, 6),
+    )
+    trace_doc = {
+        "planner": planner_name,
+        "task_id": task.task_id,
+        "trial": trial,
+        "grade": grade.detail,
+        "events": trace,
+        "tool_calls": [
+            {
+                "tool": c.tool,
+                "args": c.args,
+                "t0": c.t_start,
+                "t1": c.t_end,
+                "ok": c.ok,
+                "error_kind": c.error_kind,
+                "injected": c.injected,
+            }
+            for c in calls
+        ],
+    }
+    return record, trace_doc

@@ -1,0 +1,63 @@
+"""The planner contract: one class, one coroutine, one result shape.
+
+A planner sees only the task's goal text and the toolbox's catalogue; it calls tools through
+the toolbox (which applies latency and faults) and the LLM through the metered handle. It
+returns a :class:`PlannerResult`: the final answer (or None) and *why it stopped*; the episode
+runner grades the answer and turns the stop reason into a failure mode.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from envs.tools import Toolbox
+from planners.llm.base import EpisodeLLM
+
+StopReason = Literal[
+    "answered",  # returned an answer it considers final
+    "gave_up",  # stopped without an answer after a failure it could not handle
+    "reported_unreachable",  # stopped, saying the goal cannot be reached
+    "budget",  # ran out of turns / replans / LLM calls
+    "malformed_output",  # the model's output could not be parsed, repeatedly
+    "plan_error",  # the plan was rejected (detail holds the PlanError reason)
+    "tool_failure",  # a step failed and the strategy has no recovery left
+    "precondition_failed",  # a step's pre-condition did not hold
+]
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What a planner may know of a task."""
+
+    task_id: str
+    goal: str
+
+
+@dataclass
+class PlannerStats:
+    retries: int = 0
+    fallbacks: int = 0
+    replans: int = 0
+    skipped_steps: int = 0
+    plan_repairs: int = 0  # plans that needed lenient JSON repair
+
+
+@dataclass
+class PlannerResult:
+    answer: str | None
+    stop: StopReason
+    detail: str = ""
+    stats: PlannerStats = field(default_factory=PlannerStats)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Planner(ABC):
+    """Base class of every strategy. Subclasses are built by Hydra from ``configs/planner``."""
+
+    name: str = "planner"
+
+    @abstractmethod
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        """Solve ``task`` with ``tools`` and ``llm``; never raise for agent-level failures."""

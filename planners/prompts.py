@@ -1,0 +1,47 @@
+"""Prompt templates (jinja2). Prompts are plain text a real model would read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jinja2 import Environment, StrictUndefined
+
+from envs.tools import ToolSpec
+from planners.formats import PLAN_FORMAT, REACT_FORMAT
+
+_ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
+
+REACT_SYSTEM = _ENV.from_string(
+    "You are an agent that completes the user's task by calling tools, one per turn.\n"
+    "Tools:\n{% for t in tools %}- {{ t.signature() }}\n{% endfor %}"
+    "When the task is done, call finish with the final answer. If it cannot be done, call "
+    "finish with status failure and say why.\n{{ fmt }}"
+)
+
+PLAN_SYSTEM = _ENV.from_string(
+    "You are a task planner. Write the whole plan before anything runs: every step with its "
+    "tool, arguments, dependencies, pre-conditions (checked before the step runs) and "
+    "post-conditions (checked on its result), a retry limit and an optional fallback tool.\n"
+    "Tools:\n{% for t in tools %}- {{ t.signature() }}\n{% endfor %}{{ fmt }}"
+)
+
+PLAN_USER = _ENV.from_string("Task: {{ goal }}")
+
+REPLAN_USER = _ENV.from_string(
+    "Task: {{ goal }}\n"
+    "Execution log:\n{% for line in log %}{{ line }}\n{% endfor %}"
+    "Failed step: {{ failed }}\n"
+    "Steps of the current plan that have not run (now invalid):\n"
+    "{% for line in pending %}{{ line }}\n{% endfor %}"
+    "Revise the plan: write only the steps that still need to run. Do not repeat completed "
+    "steps; you may depend on them by id. Prefer fallback tools. If the goal cannot be "
+    "reached, return a plan with no steps."
+)
+
+
+def react_system(tools: Sequence[ToolSpec]) -> str:
+    return REACT_SYSTEM.render(tools=tools, fmt=REACT_FORMAT)
+
+
+def plan_system(tools: Sequence[ToolSpec]) -> str:
+    return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)

@@ -1,0 +1,75 @@
+"""ReAct: Thought / Action / Observation, one tool call per LLM turn; the context grows."""
+
+from __future__ import annotations
+
+from envs.tools import Toolbox, ToolError
+from planners.base import Planner, PlannerResult, PlannerStats, TaskView
+from planners.formats import FINISH, OutputParseError, observation_text, parse_react
+from planners.llm.base import EpisodeLLM
+from planners.prompts import react_system
+
+
+class ReActPlanner(Planner):
+    """The baseline: every step is a fresh decision made with the whole history in the prompt.
+
+    It has no retry policy of its own (the model decides, turn by turn, whether to call a tool
+    again) and no way to verify a premise before acting. ``max_turns`` bounds the episode;
+    ``max_parse_failures`` consecutive unparseable turns end it as malformed output.
+    """
+
+    name = "react"
+
+    def __init__(self, max_turns: int = 40, max_parse_failures: int = 3) -> None:
+        self.max_turns = max_turns
+        self.max_parse_failures = max_parse_failures
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        stats = PlannerStats()
+        trace = llm.trace
+        names = set(tools.names())
+        messages = [
+            {"role": "system", "content": react_system(tools.catalogue())},
+            {"role": "user", "content": f"Task: {task.goal}"},
+        ]
+        parse_failures = 0
+        previous: tuple[str, str] | None = None
+        for _turn in range(self.max_turns):
+            text = await llm.complete(messages, role="executor")
+            messages.append({"role": "assistant", "content": text})
+            try:
+                turn = parse_react(text)
+            except OutputParseError as err:
+                parse_failures += 1
+                trace.append({"event": "parse_error", "error": str(err)})
+                if parse_failures >= self.max_parse_failures:
+                    return PlannerResult(None, "malformed_output", str(err), stats, trace)
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Observation: ERROR format: {err}. "
+                        "Follow the response format exactly.",
+                    }
+                )
+                continue
+            parse_failures = 0
+            if turn.action == FINISH:
+                answer = str(turn.action_input.get("answer", "") or "")
+                status = str(turn.action_input.get("status", "success")).lower()
+                if status == "success" and answer:
+                    return PlannerResult(answer, "answered", "", stats, trace)
+                return PlannerResult(None, "gave_up", answer or "model gave up", stats, trace)
+            call = (turn.action, observation_text(turn.action_input))
+            if call == previous:
+                stats.retries += 1
+            previous = call
+            if turn.action not in names:
+                trace.append({"event": "hallucinated_tool", "tool": turn.action})
+            try:  # an unknown tool is the toolbox's to reject, as it would be for a real agent
+                result = await tools.call(turn.action, turn.action_input)
+                observation = observation_text(result)
+            except ToolError as err:
+                observation = err.observation()
+            messages.append({"role": "user", "content": f"Observation: {observation}"})
+        return PlannerResult(
+            None, "budget", f"no answer after {self.max_turns} turns", stats, trace
+        )

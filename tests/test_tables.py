@@ -1,0 +1,139 @@
+"""Tests for experiments.tables: files exist, have the promised schema, and are reproducible."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.metrics import COMPLEXITY_ORDER, SUMMARY_COLUMNS, summarize
+from experiments.tables import (
+    completion_table,
+    format_completion_table,
+    write_summaries,
+)
+
+CELL_RE = re.compile(r"^\d+\.\d% \[\d+\.\d, \d+\.\d\] \(n=\d+\)$")
+
+
+def make_episodes(envs: tuple[str, ...] = ("web",), seed: int = 11) -> pd.DataFrame:
+    """Small synthetic episode table; complexity rows start unsorted on purpose."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for planner in ("tree_search", "react"):
+        for env in envs:
+            for complexity in ("medium", "complex", "simple"):
+                for i in range(8):
+                    success = bool(rng.random() < 0.6)
+                    rows.append(
+                        {
+                            "planner": planner,
+                            "env": env,
+                            "complexity": complexity,
+                            "task_id": f"t{i % 4}",
+                            "seed": 0,
+                            "trial": i // 4,
+                            "llm": "mock",
+                            "success": success,
+                            "progress": 1.0 if success else 0.5,
+                            "failure_mode": "none" if success else "dead_end",
+                            "tokens_prompt": 100 + i,
+                            "tokens_completion": 20,
+                            "tokens_total": 120 + i,
+                            "tokens_planner": 50,
+                            "llm_calls": 3,
+                            "tool_calls": 4,
+                            "retries": 0,
+                            "fallbacks": 0,
+                            "replans": 1,
+                            "faults_injected": i % 2,
+                            "latency_s": float(rng.lognormal(0.5, 0.4)),
+                            "cost_usd": 0.001 * (i + 1),
+                            "wall_s": float(rng.random()),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_write_summaries_files_and_schema(tmp_path: Path) -> None:
+    df = make_episodes()
+    summary = write_summaries(df, tmp_path, seed=3)
+    for name in ("summary.csv", "summary.md", "summary.tex"):
+        assert (tmp_path / name).is_file()
+
+    csv = pd.read_csv(tmp_path / "summary.csv")
+    prefix = ["planner", "env", "complexity", *SUMMARY_COLUMNS]
+    assert list(csv.columns[: len(prefix)]) == prefix
+    assert {"tokens_planner_mean", "recovery_rate", "n_faulted"} <= set(csv.columns)
+    # Full precision: the CSV round-trips the in-memory summary exactly.
+    pd.testing.assert_frame_equal(csv, summary, check_dtype=False)
+
+    md = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    for heading in ("## Completion rate", "## Cost and latency", "## Failure modes", "## Method"):
+        assert heading in md
+    assert "Wilson" in md and "linear" in md and "Hyndman-Fan type 7" in md
+    tex = (tmp_path / "summary.tex").read_text(encoding="utf-8")
+    for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
+        assert rule in tex
+    assert "tree\\_search" in tex  # LaTeX special characters are escaped
+
+
+def test_write_summaries_is_byte_identical(tmp_path: Path) -> None:
+    df = make_episodes(envs=("web", "blocks"))
+    write_summaries(df, tmp_path / "a", seed=1)
+    write_summaries(df, tmp_path / "b", seed=1)
+    for name in ("summary.csv", "summary.md", "summary.tex"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_complexity_order_everywhere(tmp_path: Path) -> None:
+    df = make_episodes()
+    summary = write_summaries(df, tmp_path)
+    csv = pd.read_csv(tmp_path / "summary.csv")
+    for frame in (summary, csv):
+        for _, cell in frame.groupby("planner", sort=False):
+            assert list(cell["complexity"]) == list(COMPLEXITY_ORDER)
+    table = completion_table(summary)
+    assert list(table.columns) == list(COMPLEXITY_ORDER)
+    md = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    header = next(line for line in md.splitlines() if "simple" in line)
+    assert header.index("simple") < header.index("medium") < header.index("complex")
+
+
+def test_completion_table_cells_and_rows() -> None:
+    summary = summarize(make_episodes())
+    table = completion_table(summary)
+    assert list(table.index) == ["tree_search", "react"]  # first-appearance order
+    assert all(CELL_RE.match(v) for v in table.to_numpy().ravel())
+    row = summary.iloc[0]
+    expected = (
+        f"{100 * row['completion_rate']:.1f}% [{100 * row['completion_ci_low']:.1f}, "
+        f"{100 * row['completion_ci_high']:.1f}] (n={row['n']})"
+    )
+    assert table.loc[row["planner"], row["complexity"]] == expected
+
+    multi = completion_table(summarize(make_episodes(envs=("web", "blocks"))))
+    assert multi.index.names == ["env", "planner"]
+    assert list(multi.index) == [
+        ("blocks", "tree_search"),
+        ("blocks", "react"),
+        ("web", "tree_search"),
+        ("web", "react"),
+    ]
+
+
+def test_completion_table_rejects_ambiguous_summary() -> None:
+    summary = summarize(make_episodes())
+    with pytest.raises(ValueError):
+        completion_table(pd.concat([summary, summary]))
+
+
+def test_format_completion_table_is_github_style() -> None:
+    text = format_completion_table(summarize(make_episodes()))
+    lines = text.splitlines()
+    assert lines[0].startswith("|") and "simple" in lines[0]
+    assert set(lines[1]) <= set("|-: ")
+    assert len(lines) == 4
