@@ -56,6 +56,14 @@ class FaultRule(BaseModel):
     cost_s: float = Field(default=0.2, ge=0.0)  # simulated time a faulted call takes
     retry_after_s: float | None = None  # rate_limit_429: what the server asks for
     args_key: list[str] | None = None  # scope=args: which args identify the thing (default all)
+    match: dict[str, str] | None = None  # only calls whose args[k] contains the text v
+
+    def applies(self, tool: str, args: Mapping[str, Any]) -> bool:
+        if tool not in self.tools or self.rate <= 0.0:
+            return False
+        if self.match is None:
+            return True
+        return all(v.lower() in str(args.get(k, "")).lower() for k, v in self.match.items())
 
 
 class FaultConfig(BaseModel):
@@ -89,7 +97,7 @@ class FaultInjector(ToolboxWrapper):
         key = args_key(args)
         attempt = self.counter.next(name, key)
         for index, rule in enumerate(self.rules):
-            if name not in rule.tools or rule.rate <= 0.0:
+            if not rule.applies(name, args):
                 continue
             if rule.scope == "episode":
                 hit = uniform01(*self.seed_keys, "fault", index, rule.kind, name) < rule.rate

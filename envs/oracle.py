@@ -3,7 +3,8 @@
 The oracle answers one question: *given what an agent has observed so far, which steps remain,
 done right?* (:meth:`remaining`). It knows nothing of planners: a ReAct turn, a first plan and
 a replan are all the same question asked with different observations. Each gold step may carry
-a ``trap``: the locally attractive wrong alternative a fallible model may pick instead.
+a ``trap`` (the same step done the locally attractive wrong way, e.g. a vague query) or a
+``trap_plan`` (an attractive wrong way to go on, e.g. accept stale figures and move on).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class GoldStep:
     deps: list[str] = field(default_factory=list)
     post: list[str] = field(default_factory=list)
     fallback: str | None = None
-    trap: GoldStep | None = None
+    trap: GoldStep | None = None  # the same step done the attractive wrong way
+    trap_plan: list[GoldStep] | None = None  # an attractive wrong way to go on from here
 
 
 class Oracle(Protocol):

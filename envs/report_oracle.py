@@ -95,10 +95,31 @@ class ReportOracle:
         return states, dead_tools
 
     def remaining(self, observations: Sequence[Obs]) -> list[GoldStep]:
-        """The correct remaining steps, branch by branch, then the summary (empty when done)."""
-        states, dead = self._states(observations)
+        """The correct remaining steps, branch by branch, then the summary (empty when done).
+
+        Where a model holds stale figures for the next branch, the attractive wrong move is to
+        accept them and move on (the trap of the first step); where it holds a summary built on
+        stale figures, the attractive wrong move is to submit it.
+        """
         if self.answer(observations) is not None:
             return []
+        states, _ = self._states(observations)
+        steps = self._remaining(observations, frozenset())
+        first = next((b for b in self.branches if states[b.company].data is None), None)
+        if first is not None and steps:
+            st = states[first.company]
+            if st.stale_data is not None or (st.stale_doc is not None and st.doc is None):
+                accepted = self._remaining(observations, frozenset({first.company}))
+                if accepted:
+                    steps[0].trap_plan = accepted
+        summarized = any(o.tool == "generate_summary" and o.error is None for o in observations)
+        if summarized and steps and steps[0].trap_plan is None:
+            steps[0].trap_plan = [GoldStep("finish", "finish", {})]
+        return steps
+
+    def _remaining(self, observations: Sequence[Obs], accept_stale: frozenset[str]
+                   ) -> list[GoldStep]:
+        states, dead = self._states(observations)
         steps: list[GoldStep] = []
         data_refs: list[Ref] = []
         data_deps: list[str] = []
@@ -108,26 +129,20 @@ class ReportOracle:
             s = slug(b.company)
             y = b.year
             extract_post = ["result.revenue != null", f"result.year == {y}"]
-            if st.data is not None:
-                data_refs.append(Ref(st.data))
-                data_deps.append(st.data)
+            if st.data is not None or (b.company in accept_stale and st.stale_data):
+                key = st.data if st.data is not None else st.stale_data
+                assert key is not None
+                data_refs.append(Ref(key))
+                data_deps.append(key)
                 continue
             doc_key: str
-            if st.doc is not None:
-                doc_key = st.doc
+            if st.doc is not None or (b.company in accept_stale and st.stale_doc):
+                doc_key = st.doc or st.stale_doc or ""
             elif st.good_url is not None and not st.protected:
                 parse = GoldStep(
                     f"parse:{s}", "parse_pdf", {"url": st.good_url}, post=[f"result.year == {y}"]
                 )
-                if st.stale_doc is not None:
-                    parse.trap = GoldStep(
-                        f"extract:{s}",
-                        "extract_data",
-                        {"doc_id": Ref(st.stale_doc, ("doc_id",)), "fields": ["revenue", "profit"]},
-                        deps=[st.stale_doc],
-                        post=extract_post,
-                    )
-                elif st.stale_first:
+                if st.stale_first and st.stale_doc is None:
                     parse.trap = GoldStep(
                         f"parse:{s}",
                         "parse_pdf",

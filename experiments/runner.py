@@ -201,13 +201,15 @@ def run(cfg: DictConfig, out_dir: Path) -> Path:
 
 
 def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> str:
-    """Parquet copy and summaries; returns the completion table as text."""
+    """Parquet copy, summaries and figures; returns the completion table as text."""
+    from experiments.figures import write_figures
     from experiments.records import load_records
     from experiments.tables import format_completion_table, write_summaries
 
     df = load_records(out_dir / "episodes.jsonl")
     df.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
+    write_figures(df, out_dir, seed=seed, planner_order=list(planner_order))
     return format_completion_table(summary)
 
 

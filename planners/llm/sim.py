@@ -143,8 +143,15 @@ class SimLLM:
         else:
             step = gold[0]
             thought = f"Next I need {step.tool} to make progress on the report."
-            if step.trap is not None and rng.random() < self.skill.p_trap:
-                step = step.trap
+            attractive = step.trap or (step.trap_plan[0] if step.trap_plan else None)
+            if attractive is not None and rng.random() < self.skill.p_trap:
+                step = attractive
+                if step.tool == FINISH:  # submit what it has, believing it done
+                    return self._maybe_break(
+                        "Thought: The report is written.\n"
+                        f"Action: {FINISH}\nAction Input: "
+                        + dumps({"answer": self.oracle.partial_answer(obs), "status": "success"}),
+                        rng, malformed)
             elif rng.random() < err:
                 kind = self._mistake(rng, ("hallucinate", "premise", "stop"))
                 if kind == "hallucinate":
@@ -187,6 +194,10 @@ class SimLLM:
             for sid, tool, args, ok, text in parse_step_lines(log_part)
         ]
         gold = self.oracle.remaining(obs)
+        if gold and gold[0].trap_plan and gold[0].trap_plan[0].tool != FINISH and (
+            rng.random() < self.skill.p_trap
+        ):
+            gold = gold[0].trap_plan
         used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
         first = max(used, default=0) + 1
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}

@@ -1,0 +1,168 @@
+"""The env contract: seeded tasks, tools behind one interface, faults as a wrapper, grading."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from envs import clock
+from envs.base import COMPLEXITIES, make_env, registered
+from envs.faults import FaultConfig, FaultRule
+from envs.report import ReportEnv, ReportWorld, grade
+from envs.report_oracle import ReportOracle
+from envs.tools import LatencyProfile, ToolError
+from tests.conftest import episode, tasks
+
+
+def run(coro: Any) -> Any:
+    async def main() -> Any:
+        with clock.use_clock(clock.SimClock()):
+            return await coro
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("env_name", registered())
+def test_every_registered_env_is_deterministic(env_name: str) -> None:
+    env = make_env(env_name)
+    for complexity in COMPLEXITIES:
+        a = env.generate(3, seed=7, complexity=complexity)
+        b = env.generate(3, seed=7, complexity=complexity)
+        assert a == b
+        assert a != env.generate(3, seed=8, complexity=complexity)
+        for task in a:
+            first = episode("plan_execute_replan", task, skill="strong", env=env)[0]
+            again = episode("plan_execute_replan", task, skill="strong", env=env)[0]
+            assert first.model_dump(exclude={"wall_s"}) == again.model_dump(exclude={"wall_s"})
+
+
+def test_complexities_have_the_documented_shape() -> None:
+    for complexity, (low, high) in {"simple": (1, 1), "medium": (2, 2), "complex": (3, 4)}.items():
+        for task in tasks(complexity, n=20):
+            k = len(task.world["branches"])
+            assert low <= k <= high
+            steps = 3 * k + 1  # search, parse, extract per branch; one summary
+            assert {"simple": range(3, 5), "medium": range(5, 9),
+                    "complex": range(10, 14)}[complexity].start <= steps
+    assert any(len(t.world["branches"]) >= 3 for t in tasks("complex", n=5))
+
+
+def test_vague_query_ranks_the_stale_press_release_first() -> None:
+    task = tasks("simple", n=1, p_stale_trap=1.0)[0]
+    world = ReportWorld(task)
+    b = world.branches[0]
+    vague = run(world.call("search_web", {"query": f"{b.company} latest financial results"}))
+    precise = run(world.call("search_web", {"query": f"{b.company} annual report {b.year}"}))
+    assert vague["url"] == b.press_url and precise["url"] == b.report_url
+    press = run(world.call("parse_pdf", {"url": b.press_url}))
+    assert press["year"] == b.year - 2  # looks right locally, wrong year
+
+
+def test_world_errors_are_tool_errors_not_crashes() -> None:
+    world = ReportWorld(tasks("simple", n=1)[0])
+    for name, args, kind in [("nope", {}, "unknown_tool"),
+                             ("parse_pdf", {"url": "https://x.example/a.pdf"}, "not_found"),
+                             ("parse_pdf", {}, "bad_args"),
+                             ("extract_data", {"doc_id": "guess"}, "not_found"),
+                             ("generate_summary", {"data": [1]}, "bad_args"),
+                             ("search_web", {"query": 3}, "bad_args")]:
+        with pytest.raises(ToolError) as info:
+            run(world.call(name, args))
+        assert info.value.kind == kind and not info.value.injected
+
+
+def test_fault_scopes() -> None:
+    task = tasks("simple", n=1)[0]
+    env = ReportEnv()
+    b = ReportWorld(task).branches[0]
+    query = {"query": f"{b.company} annual report {b.year}"}
+
+    def calls(rules: list[FaultRule], tool: str, args: dict[str, Any], n: int) -> list[str]:
+        et = env.make_tools(task, rules=rules, seed_keys=(0, task.task_id))
+        out = []
+        for _ in range(n):
+            try:
+                run(et.toolbox.call(tool, args))
+                out.append("ok")
+            except ToolError as err:
+                assert err.injected
+                out.append(err.kind)
+        return out
+
+    burst = FaultRule(kind="http_503", tools=["search_web"], rate=1.0, max_consecutive=2)
+    assert calls([burst], "search_web", query, 4) == ["http_503", "http_503", "ok", "http_503"]
+    key = FaultRule(kind="invalid_api_key", tools=["search_web"], rate=1.0, scope="episode")
+    assert calls([key], "search_web", query, 3) == ["invalid_api_key"] * 3
+    assert calls([key], "search_web_backup", query, 1) == ["ok"]
+    empty = FaultRule(kind="empty_result", tools=["search_web", "search_web_backup"], rate=1.0,
+                      scope="args", args_key=["query"])
+    assert calls([empty], "search_web_backup", query, 2) == ["empty_result"] * 2
+    assert calls([], "search_web", query, 1) == ["ok"]
+
+
+def test_fault_rates_are_honoured_and_seeded() -> None:
+    task = tasks("simple", n=1)[0]
+    env = ReportEnv()
+    rule = FaultRule(kind="http_503", tools=["extract_data"], rate=0.3, max_consecutive=1000)
+    hits = 0
+    for i in range(400):
+        et = env.make_tools(task, rules=[rule], seed_keys=(i,))
+        try:
+            run(et.toolbox.call("extract_data", {"doc_id": "x"}))
+        except ToolError as err:
+            hits += err.kind == "http_503"
+    assert 0.24 < hits / 400 < 0.36
+
+
+def test_fault_config_rejects_typos() -> None:
+    with pytest.raises(ValueError):
+        FaultConfig(rules=[{"kind": "http_503", "tools": ["x"], "rate": 1.5}])
+    with pytest.raises(ValueError):
+        FaultConfig(rules=[{"kind": "http_999", "tools": ["x"], "rate": 0.1}])
+    with pytest.raises(ValueError):
+        FaultConfig(rules=[{"kind": "http_503", "tools": ["x"], "rate": 0.1, "rat": 1}])
+
+
+def test_latency_is_heavy_tailed_and_positive() -> None:
+    profile = LatencyProfile(1.0, sigma=0.7)
+    draws = sorted(profile.draw((i + 0.5) / 1000) for i in range(1000))
+    assert draws[0] > 0 and draws[500] == pytest.approx(1.0, rel=0.02)
+    assert draws[990] / draws[500] > 4  # heavy right tail
+
+
+def test_parallel_branches_overlap_in_simulated_time() -> None:
+    async def branch(seconds: float) -> float:
+        await clock.sleep(seconds)
+        return clock.now()
+
+    async def main() -> tuple[list[float], float]:
+        with clock.use_clock(clock.SimClock(10.0)) as c:
+            ends = await clock.run_parallel([lambda: branch(1.0), lambda: branch(3.0)])
+            return ends, c.now
+
+    ends, now = asyncio.run(main())
+    assert ends == [11.0, 13.0] and now == 13.0
+
+
+def test_grader_progress_and_traps() -> None:
+    task = tasks("medium", n=1, p_stale_trap=1.0)[0]
+    b1, b2 = ReportWorld(task).branches
+    line = "{c} FY{y}: revenue {r} B USD; profit {p} B USD"
+    full = "\n".join(line.format(c=b.company, y=b.year, r=b.revenue, p=b.profit) for b in (b1, b2))
+    assert grade(task, full, []).success
+    half = line.format(c=b1.company, y=b1.year, r=b1.revenue, p=b1.profit)
+    g = grade(task, half, [])
+    assert not g.success and g.progress == 0.5
+    stale = half + "\n" + line.format(c=b2.company, y=b2.stale_year, r=b2.stale_revenue,
+                                      p=b2.stale_profit)
+    g = grade(task, stale, [])
+    assert g.trap_in_answer and not g.success
+    assert grade(task, None, []).progress == 0.0
+
+
+def test_oracle_gold_plan_solves_the_task() -> None:
+    for task in tasks("complex", n=3):
+        gold = ReportOracle(task).remaining([])
+        assert gold[-1].tool == "generate_summary"
+        assert len(gold) == 3 * len(task.world["branches"]) + 1

@@ -1,0 +1,113 @@
+"""Mechanism tests: behaviour that must emerge from what the planners do."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from envs.faults import FaultRule
+from planners.llm.profiles import SKILLS
+from tests.conftest import episode, tasks
+
+PLANNERS = ["react", "plan_execute", "plan_execute_replan"]
+
+
+@pytest.mark.parametrize("planner", PLANNERS)
+@pytest.mark.parametrize("complexity", ["simple", "medium", "complex"])
+def test_perfect_skill_without_faults_always_completes(planner: str, complexity: str) -> None:
+    for task in tasks(complexity, n=6):
+        record, _ = episode(planner, task)
+        assert record.success, (task.task_id, record.failure_mode, record.detail)
+        assert record.failure_mode == "none"
+        assert record.progress == 1.0
+
+
+INVALID_KEY = FaultRule(kind="invalid_api_key", tools=["search_web"], rate=1.0, scope="episode")
+
+
+def test_invalid_key_with_fallback_replan_recovers_static_fails() -> None:
+    for task in tasks("medium", n=4):
+        static, _ = episode("plan_execute", task, rules=[INVALID_KEY])
+        assert not static.success
+        assert static.failure_mode == "gave_up_after_tool_failure"
+        assert "invalid_api_key" in static.detail
+        replan, trace = episode("plan_execute_replan", task, rules=[INVALID_KEY])
+        assert replan.success, replan.detail
+        assert replan.fallbacks >= 1
+        used = {c["tool"] for c in trace["tool_calls"] if c["ok"]}
+        assert "search_web_backup" in used and "search_web" not in used
+
+
+def test_transient_503_is_retried_and_backoff_shows_in_latency() -> None:
+    burst = FaultRule(kind="http_503", tools=["search_web"], rate=1.0, scope="call",
+                      max_consecutive=2, cost_s=0.2)
+    for task in tasks("simple", n=4):
+        clean, _ = episode("plan_execute_replan", task)
+        faulty, trace = episode("plan_execute_replan", task, rules=[burst])
+        assert faulty.success
+        assert faulty.retries == 2 and faulty.fallbacks == 0 and faulty.replans == 0
+        waits = [e["wait_s"] for e in trace["events"] if e["event"] == "retry"]
+        assert waits == [0.5, 1.0]
+        # two failed calls (0.2 s each) and the 0.5 s + 1 s backoff lie on the critical path
+        assert faulty.latency_s == pytest.approx(clean.latency_s + 0.4 + 1.5, abs=1e-6)
+        static, _ = episode("plan_execute", task, rules=[burst])
+        assert not static.success and static.retries == 0
+
+
+def test_empty_result_makes_the_replanner_rewrite_the_query() -> None:
+    empty = FaultRule(kind="empty_result", tools=["search_web", "search_web_backup"], rate=1.0,
+                      scope="args", args_key=["query"], match={"query": "annual report 2"})
+    for task in tasks("simple", n=3):
+        record, trace = episode("plan_execute_replan", task, rules=[empty])
+        assert record.success, record.detail
+        assert record.replans >= 1
+        queries = [c["args"]["query"] for c in trace["tool_calls"] if c["tool"].startswith("search")]
+        assert len(set(queries)) >= 2, queries  # the args were rewritten, not just retried
+        static, _ = episode("plan_execute", task, rules=[empty])
+        assert static.failure_mode == "gave_up_after_tool_failure"
+
+
+def test_password_protected_pdf_needs_a_replan_to_another_source() -> None:
+    locked = FaultRule(kind="password_protected", tools=["parse_pdf"], rate=1.0, scope="args",
+                       args_key=["url"])
+    for task in tasks("medium", n=3):
+        record, trace = episode("plan_execute_replan", task, rules=[locked])
+        assert record.success and record.replans >= 1
+        assert any(c["tool"] == "fetch_filing" for c in trace["tool_calls"])
+        react, _ = episode("react", task, rules=[locked])
+        assert react.success  # a perfect model reads the error and switches source
+
+
+def test_weak_skill_falls_into_traps_more_often_than_strong() -> None:
+    pool = tasks("medium", n=40, p_stale_trap=1.0)
+    touched = {}
+    for skill in ("strong", "weak"):
+        hits = 0
+        for planner in PLANNERS:
+            for task in pool:
+                _, trace = episode(planner, task, skill=skill)
+                hits += any(c["tool"] == "parse_pdf" and "news.example" in c["args"].get("url", "")
+                            for c in trace["tool_calls"])
+        touched[skill] = hits
+    assert touched["weak"] > touched["strong"] * 1.5, touched
+
+
+def test_react_prompt_tokens_grow_superlinearly_plan_execution_is_flat() -> None:
+    per_call = {}
+    for complexity in ("simple", "complex"):
+        records = [episode("react", t)[0] for t in tasks(complexity, n=4)]
+        per_call[complexity] = statistics.mean(r.tokens_prompt / r.llm_calls for r in records)
+        for t in tasks(complexity, n=4):
+            plan, _ = episode("plan_execute", t)
+            assert plan.llm_calls == 1  # one plan; no LLM call for any successful step
+            assert plan.tokens_executor == 0 and plan.tool_calls >= 4
+    # prompt tokens per call grow with the number of steps, so the total grows faster than
+    # linearly (quadratic history)
+    assert per_call["complex"] > 1.4 * per_call["simple"], per_call
+
+
+def test_skill_profiles_are_ordered() -> None:
+    assert SKILLS["perfect"].error_rate(10_000) == 0
+    assert SKILLS["strong"].error_rate(1000) < SKILLS["weak"].error_rate(1000)
+    assert SKILLS["strong"].error_rate(8000) > SKILLS["strong"].error_rate(1000)
