@@ -56,6 +56,8 @@ class Oracle(Protocol):
 
     def hallucinated_tools(self) -> list[str]: ...
 
+    def tool_names(self) -> list[str]: ...
+
 
 def resolve_ref(ref: Ref, observations: Sequence[Obs]) -> Any:
     """The literal value a Ref points at in the observations (None if missing)."""

@@ -48,6 +48,9 @@ class ReportOracle:
         self.world = ReportWorld(task)
         self.branches = self.world.branches
 
+    def tool_names(self) -> list[str]:
+        return [spec.name for spec in self.world.catalogue()]
+
     def hallucinated_tools(self) -> list[str]:
         return ["get_financials", "download_report", "web_lookup", "summarize_report"]
 
@@ -117,8 +120,9 @@ class ReportOracle:
             steps[0].trap_plan = [GoldStep("finish", "finish", {})]
         return steps
 
-    def _remaining(self, observations: Sequence[Obs], accept_stale: frozenset[str]
-                   ) -> list[GoldStep]:
+    def _remaining(
+        self, observations: Sequence[Obs], accept_stale: frozenset[str]
+    ) -> list[GoldStep]:
         states, dead = self._states(observations)
         steps: list[GoldStep] = []
         data_refs: list[Ref] = []

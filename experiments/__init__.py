@@ -1,4 +1,4 @@
-"""Runner, records, metrics, tables and figures; ``experiments.load`` reads any run for notebooks."""
+"""Runner, records, metrics, tables, figures; ``experiments.load`` reads runs for notebooks."""
 
 from experiments.records import load
 

@@ -26,8 +26,10 @@ class AggregateSweep(Callback):
         failed sweep still reports its own error rather than ours."""
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if not any(sweep_dir.glob("*/episodes.jsonl")):
-            print(f"WARNING: no */episodes.jsonl under {sweep_dir}; nothing to aggregate",
-                  file=sys.stderr)
+            print(
+                f"WARNING: no */episodes.jsonl under {sweep_dir}; nothing to aggregate",
+                file=sys.stderr,
+            )
             return
         df = load_runs([sweep_dir])
         warn_duplicates(df)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from envs import clock
 from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
+from envs.rng import derive_seed
 from envs.tools import ToolCallRecord
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import ROLES, EpisodeLLM, LLMBackend
@@ -104,8 +105,8 @@ def classify(
         return "hallucinated_tool_call"
     if last in _PREMISE_ERRORS:
         return "precondition_unverified"
-    if last is None and grade.trap_touched:
-        return "dead_end"
+    if last is None:
+        return "dead_end" if grade.trap_touched else "plan_logic_error"
     return "gave_up_after_tool_failure"
 
 
@@ -132,9 +133,8 @@ async def run_episode(
     error = ""
     try:
         with clock.use_clock(sim_clock):
-            result = await planner.run(
-                TaskView(task.task_id, task.goal), episode_tools.toolbox, llm
-            )
+            view = TaskView(task.task_id, task.goal, derive_seed(seed, trial, planner_name))
+            result = await planner.run(view, episode_tools.toolbox, llm)
         grade = env.grade(task, result.answer, episode_tools.calls)
         mode = classify(result, grade, episode_tools.calls, task)
     except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly

@@ -22,6 +22,7 @@ Each planner keeps one colour in every figure (:func:`planner_colors`).
 from __future__ import annotations
 
 import io
+import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -210,7 +211,8 @@ def _width(n_panels: int) -> float:
     return SINGLE_COLUMN_IN if n_panels <= 1 else DOUBLE_COLUMN_IN
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """A pyplot-free Figure on an Agg canvas (no global figure registry, no backend switch)."""
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -281,7 +283,7 @@ def completion_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = _new_figure(_width(len(envs)), 2.5)
+        fig = new_figure(_width(len(envs)), 2.5)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         dodge = 0.5 / max(len(planners), 1)
         for ax, env in zip(axes, envs, strict=True):
@@ -313,7 +315,7 @@ def completion_figure(
                 )
             ax.set_xticks(range(len(levels)), levels)
             ax.set_xlim(-0.5, len(levels) - 0.5)
-            ax.set_ylim(0.0, 1.02)
+            ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("task complexity")
             _panel_title(ax, env, len(envs))
         axes[0].set_ylabel("completion rate (95% Wilson CI)")
@@ -340,7 +342,7 @@ def pareto_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = _new_figure(_width(len(envs)), 2.7)
+        fig = new_figure(_width(len(envs)), 2.7)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         levels = _ordered_complexities(list(summary["complexity"]))
         extra_markers = iter(("D", "v", "P", "X", "*", "<", ">"))
@@ -400,7 +402,7 @@ def latency_cdf_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = _new_figure(_width(len(envs)), 2.5)
+        fig = new_figure(_width(len(envs)), 2.5)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         for ax, env in zip(axes, envs, strict=True):
             for planner in planners:
@@ -465,7 +467,7 @@ def failure_modes_figure(
         dist = sort_cells(dist, ["planner"], planner_order=planners)
         modes = [m for m in dist.columns[2:] if bool((dist[m].fillna(0.0) > 0).any())]
         width = SINGLE_COLUMN_IN if len(planners) <= 6 else DOUBLE_COLUMN_IN
-        fig = _new_figure(width, 2.9)
+        fig = new_figure(width, 2.6 + 0.14 * math.ceil(len(modes) / 2))
         ax = fig.subplots()
         x = np.arange(len(dist), dtype=float)
         bottom = np.zeros(len(dist))
@@ -509,9 +511,9 @@ def failure_modes_figure(
                     edgecolor="white",
                     label=m.replace("_", " "),
                 )
-                for m in reversed(modes)
+                for m in modes
             ]
-            fig.legend(handles=handles, loc="outside right upper", ncols=1)
+            fig.legend(handles=handles, loc="outside lower center", ncols=2, columnspacing=1.0)
     return fig
 
 
@@ -523,11 +525,24 @@ def _summary(df: pd.DataFrame, seed: int, planner_order: Sequence[str] | None) -
 # --------------------------------------------------------------------------- output
 
 
+@contextmanager
+def quiet_font_subsetting() -> Iterator[None]:
+    """fontTools logs every PDF font subset at INFO; under Hydra's INFO root logger that
+    floods the console and runner.log, so raise its level while saving, then restore it."""
+    logger = logging.getLogger("fontTools")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Save ``stem.pdf`` and ``stem.png`` with timestamp-free metadata; returns both paths."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".pdf"), stem.with_suffix(".png")]
-    with paper_style():
+    with paper_style(), quiet_font_subsetting():
         fig.savefig(paths[0], format="pdf", metadata=dict(PDF_METADATA))
         fig.savefig(paths[1], format="png", metadata=dict(PNG_METADATA))
     return paths
@@ -582,7 +597,9 @@ __all__ = [
     "pareto_figure",
     "pareto_front",
     "paper_style",
+    "new_figure",
     "planner_colors",
+    "quiet_font_subsetting",
     "save_figure",
     "write_figures",
 ]

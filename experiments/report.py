@@ -160,8 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"planarena-report: {exc}\n")
     warn_duplicates(df)
     order = [p.strip() for p in args.planner_order.split(",")] if args.planner_order else None
-    table = render(df, args.out, seed=resolve_seed(df, args.seed), planner_order=order,
-                   parquet=args.parquet)
+    table = render(
+        df, args.out, seed=resolve_seed(df, args.seed), planner_order=order, parquet=args.parquet
+    )
     print(f"Completion rate (95% Wilson interval) — {args.out}\n{table}")
     return 0
 

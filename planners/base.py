@@ -8,10 +8,12 @@ runner grades the answer and turns the stop reason into a failure mode.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from envs.rng import derive_rng
 from envs.tools import Toolbox
 from planners.llm.base import EpisodeLLM
 
@@ -33,6 +35,11 @@ class TaskView:
 
     task_id: str
     goal: str
+    seed: int = 0  # for the planner's own random draws (search tie-breaks, rollouts)
+
+    def rng(self, *keys: object) -> random.Random:
+        """A random stream of this planner on this task, derived from the run seed."""
+        return derive_rng(self.seed, self.task_id, *keys)
 
 
 @dataclass

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
+
 from envs import clock
 from envs.tools import Toolbox, ToolError
 from planners.base import PlannerResult, PlannerStats, StopReason
@@ -21,6 +23,7 @@ from planners.formats import dumps, observation_text, step_line
 from planners.llm.base import EpisodeLLM
 from planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planners.prompts import REPLAN_USER, plan_system
+from search import topological_layers
 
 MALFORMED_REASONS = frozenset({"malformed_json", "too_large", "too_deep", "schema", "empty_plan"})
 
@@ -286,6 +289,16 @@ class PlanExecutor:
                 )
             return StepOutcome(step, True, result)
 
+    @staticmethod
+    def _first_layer(pending: list[PlanStep], ready: list[PlanStep]) -> list[PlanStep]:
+        """The first topological layer of what remains: every step whose inputs are ready."""
+        graph = nx.DiGraph()
+        ids = {s.id for s in pending}
+        graph.add_nodes_from(ids)
+        graph.add_edges_from((d, s.id) for s in pending for d in s.depends_on if d in ids)
+        layer = set(topological_layers(graph)[0])
+        return [s for s in ready if s.id in layer]
+
     async def execute(self, plan: Plan) -> PlannerResult:
         pending = list(plan.steps)
         last_ok: str | None = None
@@ -296,7 +309,7 @@ class PlanExecutor:
                 return PlannerResult(
                     None, "plan_error", "plan_logic_error: no runnable step", self.stats, self.trace
                 )
-            batch = ready if self.policy.parallel else ready[:1]
+            batch = self._first_layer(pending, ready) if self.policy.parallel else ready[:1]
             outcomes = await clock.run_parallel([lambda s=s: self.run_step(s) for s in batch])
             for outcome in outcomes:
                 pending.remove(outcome.step)

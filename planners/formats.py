@@ -120,3 +120,80 @@ def error_kind(observation: str) -> str | None:
     """``http_503`` from ``ERROR http_503: ...``; None for a successful observation."""
     m = re.match(r"ERROR (\w+)", observation)
     return m.group(1) if m else None
+
+
+# --- search planners: proposals, judgements, rollouts ------------------------------------
+
+PROPOSE_STEPS = (
+    "Propose {k} different candidate next steps for the plan. Respond with a JSON list of "
+    "step objects only (the fields of a Plan JSON step). If the plan is already complete, "
+    'propose {{"done": true}}.'
+)
+PROPOSE_ACTIONS = (
+    "Propose {k} different candidate next actions, best first, each in this format:\n"
+    "Candidate <n>:\nThought: <reasoning>\nAction: <tool name, or finish>\n"
+    "Action Input: <one JSON object>"
+)
+RATE_CANDIDATES = (
+    "Rate each candidate: how likely is it to lead to the goal? Respond with one line per "
+    "candidate: Score <n>: <a number from 0 to 1>"
+)
+RATE_PLAN = "Rate this plan: how likely is it to reach the goal? " + SCORE_FORMAT
+ROLLOUT = (
+    "Imagine carrying out this partial plan and completing it sensibly. Would the goal be "
+    "reached? Respond with one line: Outcome: success or Outcome: failure"
+)
+
+_CANDIDATE = re.compile(r"^\s*Candidate\s+(\d+)\s*:", re.MULTILINE)
+_SCORE_N = re.compile(r"Score\s*(\d+)\s*:\s*([-+]?\d*\.?\d+)")
+_OUTCOME = re.compile(r"Outcome\s*:\s*(success|failure)", re.IGNORECASE)
+
+
+def parse_candidates(text: str) -> list[ReactTurn]:
+    """ReAct-format candidates; unparseable ones are dropped (and counted by the caller)."""
+    starts = [m.start() for m in _CANDIDATE.finditer(text)]
+    out = []
+    for a, b in zip(starts, [*starts[1:], len(text)], strict=True):
+        try:
+            out.append(parse_react(text[a:b]))
+        except OutputParseError:
+            continue
+    return out
+
+
+def parse_step_candidates(text: str) -> list[dict[str, Any]]:
+    """A JSON list of candidate plan steps (objects); anything else is an OutputParseError."""
+    start, end = text.find("["), text.rfind("]")
+    if start < 0 or end < start:
+        raise OutputParseError("no JSON list of steps")
+    try:
+        value = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as err:
+        raise OutputParseError(f"candidate list is not valid JSON: {err.msg}") from None
+    if not isinstance(value, list):
+        raise OutputParseError("candidates must be a JSON list")
+    return [v for v in value if isinstance(v, dict)]
+
+
+def parse_scores(text: str, n: int) -> list[float]:
+    """Scores for candidates 1..n; a missing score counts as 0."""
+    scores = [0.0] * n
+    for m in _SCORE_N.finditer(text):
+        i = int(m.group(1)) - 1
+        if 0 <= i < n:
+            scores[i] = min(1.0, max(0.0, float(m.group(2))))
+    return scores
+
+
+def parse_outcome(text: str) -> bool:
+    m = _OUTCOME.search(text)
+    if m is None:
+        raise OutputParseError("no 'Outcome:' line")
+    return m.group(1).lower() == "success"
+
+
+def render_candidates(turns: list[tuple[str, str, dict[str, Any]]]) -> str:
+    return "\n".join(
+        f"Candidate {i}:\nThought: {t}\nAction: {a}\nAction Input: {dumps(x)}"
+        for i, (t, a, x) in enumerate(turns, 1)
+    )

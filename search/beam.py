@@ -51,9 +51,7 @@ async def beam_search_async(
             node.pruned = True
         pruned += max(0, len(ranked) - width)
     best = best_terminal(terminals)
-    return tree.result(
-        "beam_search", best, None if best is None else best.score, expanded, pruned
-    )
+    return tree.result("beam_search", best, None if best is None else best.score, expanded, pruned)
 
 
 def beam_search(

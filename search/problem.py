@@ -70,9 +70,7 @@ class SyncAdapter(Generic[S, A]):
 
     def __init__(self, problem: Problem[S, A]) -> None:
         self.problem = problem
-        sync_rollout: Callable[[S, random.Random], float] | None = getattr(
-            problem, "rollout", None
-        )
+        sync_rollout: Callable[[S, random.Random], float] | None = getattr(problem, "rollout", None)
         self.rollout = None
         if sync_rollout is not None:
 

@@ -18,20 +18,31 @@ from planners.llm.sim import SimLLM
 from planners.plan_execute import PlanExecutePlanner, PlanExecuteReplanPlanner
 from planners.react import ReActPlanner
 
-MODELS = {"default": ModelProfile(name="sim-large"),
-          "replanner": ModelProfile(name="sim-small", usd_per_mtok_input=0.15,
-                                    usd_per_mtok_output=0.6)}
+MODELS = {
+    "default": ModelProfile(name="sim-large"),
+    "replanner": ModelProfile(name="sim-small", usd_per_mtok_input=0.15, usd_per_mtok_output=0.6),
+}
 
 
 def make_planner(name: str, **kwargs: Any) -> Planner:
-    factories = {"react": ReActPlanner, "plan_execute": PlanExecutePlanner,
-                 "plan_execute_replan": PlanExecuteReplanPlanner}
+    factories = {
+        "react": ReActPlanner,
+        "plan_execute": PlanExecutePlanner,
+        "plan_execute_replan": PlanExecuteReplanPlanner,
+    }
     return factories[name](**kwargs)
 
 
-def episode(planner: Planner | str, task: Task, *, rules: Sequence[FaultRule] = (),
-            skill: str | SkillProfile = "perfect", seed: int = 0, trial: int = 0,
-            env: ReportEnv | None = None) -> tuple[EpisodeRecord, dict[str, Any]]:
+def episode(
+    planner: Planner | str,
+    task: Task,
+    *,
+    rules: Sequence[FaultRule] = (),
+    skill: str | SkillProfile = "perfect",
+    seed: int = 0,
+    trial: int = 0,
+    env: ReportEnv | None = None,
+) -> tuple[EpisodeRecord, dict[str, Any]]:
     """Run one real episode with the simulated LLM."""
     env = env or ReportEnv()
     if isinstance(planner, str):
@@ -40,9 +51,20 @@ def episode(planner: Planner | str, task: Task, *, rules: Sequence[FaultRule] = 
         name = planner.name
     profile = SKILLS[skill] if isinstance(skill, str) else skill
     backend = SimLLM(profile, env.oracle(task), seed_keys=(seed, task.task_id, trial, name))
-    return asyncio.run(run_episode(planner_name=name, planner=planner, env=env, task=task,
-                                   backend=backend, llm_label="sim", models=MODELS,
-                                   rules=list(rules), seed=seed, trial=trial))
+    return asyncio.run(
+        run_episode(
+            planner_name=name,
+            planner=planner,
+            env=env,
+            task=task,
+            backend=backend,
+            llm_label="sim",
+            models=MODELS,
+            rules=list(rules),
+            seed=seed,
+            trial=trial,
+        )
+    )
 
 
 def tasks(complexity: str, n: int = 5, seed: int = 0, **env_kwargs: Any) -> list[Task]:

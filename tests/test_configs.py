@@ -69,8 +69,15 @@ def test_default_runs_every_planner_and_env_at_three_complexities() -> None:
 
 
 def test_readme_overrides() -> None:
-    cfg = composed("planner=[react,plan_execute]", "env=report", "complexity=complex",
-                   "faults=none", "llm.skill=perfect", "n_tasks=3", "seed=5")
+    cfg = composed(
+        "planner=[react,plan_execute]",
+        "env=report",
+        "complexity=complex",
+        "faults=none",
+        "llm.skill=perfect",
+        "n_tasks=3",
+        "seed=5",
+    )
     assert list(cfg.planner) == ["react", "plan_execute"]
     assert cfg.complexity == "complex" and cfg.faults.rules == [] and cfg.seed == 5
     assert skill_profile(OmegaConf.to_container(cfg.llm)).p_correct == 1.0

@@ -20,6 +20,7 @@ def run(coro: Any) -> Any:
     async def main() -> Any:
         with clock.use_clock(clock.SimClock()):
             return await coro
+
     return asyncio.run(main())
 
 
@@ -43,8 +44,9 @@ def test_complexities_have_the_documented_shape() -> None:
             k = len(task.world["branches"])
             assert low <= k <= high
             steps = 3 * k + 1  # search, parse, extract per branch; one summary
-            assert {"simple": range(3, 5), "medium": range(5, 9),
-                    "complex": range(10, 14)}[complexity].start <= steps
+            assert {"simple": range(3, 5), "medium": range(5, 9), "complex": range(10, 14)}[
+                complexity
+            ].start <= steps
     assert any(len(t.world["branches"]) >= 3 for t in tasks("complex", n=5))
 
 
@@ -61,12 +63,14 @@ def test_vague_query_ranks_the_stale_press_release_first() -> None:
 
 def test_world_errors_are_tool_errors_not_crashes() -> None:
     world = ReportWorld(tasks("simple", n=1)[0])
-    for name, args, kind in [("nope", {}, "unknown_tool"),
-                             ("parse_pdf", {"url": "https://x.example/a.pdf"}, "not_found"),
-                             ("parse_pdf", {}, "bad_args"),
-                             ("extract_data", {"doc_id": "guess"}, "not_found"),
-                             ("generate_summary", {"data": [1]}, "bad_args"),
-                             ("search_web", {"query": 3}, "bad_args")]:
+    for name, args, kind in [
+        ("nope", {}, "unknown_tool"),
+        ("parse_pdf", {"url": "https://x.example/a.pdf"}, "not_found"),
+        ("parse_pdf", {}, "bad_args"),
+        ("extract_data", {"doc_id": "guess"}, "not_found"),
+        ("generate_summary", {"data": [1]}, "bad_args"),
+        ("search_web", {"query": 3}, "bad_args"),
+    ]:
         with pytest.raises(ToolError) as info:
             run(world.call(name, args))
         assert info.value.kind == kind and not info.value.injected
@@ -95,8 +99,13 @@ def test_fault_scopes() -> None:
     key = FaultRule(kind="invalid_api_key", tools=["search_web"], rate=1.0, scope="episode")
     assert calls([key], "search_web", query, 3) == ["invalid_api_key"] * 3
     assert calls([key], "search_web_backup", query, 1) == ["ok"]
-    empty = FaultRule(kind="empty_result", tools=["search_web", "search_web_backup"], rate=1.0,
-                      scope="args", args_key=["query"])
+    empty = FaultRule(
+        kind="empty_result",
+        tools=["search_web", "search_web_backup"],
+        rate=1.0,
+        scope="args",
+        args_key=["query"],
+    )
     assert calls([empty], "search_web_backup", query, 2) == ["empty_result"] * 2
     assert calls([], "search_web", query, 1) == ["ok"]
 
@@ -154,8 +163,11 @@ def test_grader_progress_and_traps() -> None:
     half = line.format(c=b1.company, y=b1.year, r=b1.revenue, p=b1.profit)
     g = grade(task, half, [])
     assert not g.success and g.progress == 0.5
-    stale = half + "\n" + line.format(c=b2.company, y=b2.stale_year, r=b2.stale_revenue,
-                                      p=b2.stale_profit)
+    stale = (
+        half
+        + "\n"
+        + line.format(c=b2.company, y=b2.stale_year, r=b2.stale_revenue, p=b2.stale_profit)
+    )
     g = grade(task, stale, [])
     assert g.trap_in_answer and not g.success
     assert grade(task, None, []).progress == 0.0

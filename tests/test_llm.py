@@ -17,8 +17,14 @@ from planners.plan import PlanError, parse_plan
 from planners.prompts import plan_system, react_system
 from tests.conftest import tasks
 
-TOOLS = ["search_web", "search_web_backup", "parse_pdf", "fetch_filing", "extract_data",
-         "generate_summary"]
+TOOLS = [
+    "search_web",
+    "search_web_backup",
+    "parse_pdf",
+    "fetch_filing",
+    "extract_data",
+    "generate_summary",
+]
 
 
 def test_o200k_is_built_offline_and_counts_like_tiktoken() -> None:
@@ -41,6 +47,7 @@ def _complete(llm: EpisodeLLM, messages: list[dict[str, str]], role: str) -> tup
         with clock.use_clock(clock.SimClock()) as c:
             text = await llm.complete(messages, role=role)
             return text, c.now
+
     return asyncio.run(main())
 
 
@@ -48,12 +55,21 @@ def test_sim_returns_text_that_the_real_parsers_accept() -> None:
     from envs.report import SPECS
 
     sim, llm = _sim(SKILLS["perfect"])
-    plan_text, _ = _complete(llm, [{"role": "system", "content": plan_system(SPECS)},
-                                   {"role": "user", "content": "Task: x"}], "planner")
+    plan_text, _ = _complete(
+        llm,
+        [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
+        "planner",
+    )
     plan = parse_plan(plan_text, TOOLS)
     assert plan.steps[-1].tool == "generate_summary"
-    turn_text, elapsed = _complete(llm, [{"role": "system", "content": react_system(SPECS)},
-                                         {"role": "user", "content": "Task: x"}], "executor")
+    turn_text, elapsed = _complete(
+        llm,
+        [
+            {"role": "system", "content": react_system(SPECS)},
+            {"role": "user", "content": "Task: x"},
+        ],
+        "executor",
+    )
     turn = parse_react(turn_text)
     assert turn.action == "search_web" and "query" in turn.action_input
     assert elapsed > 0
@@ -65,21 +81,31 @@ def test_malformed_and_sloppy_outputs_go_through_the_same_parsers() -> None:
 
     broken = SKILLS["perfect"].model_copy(update={"p_malformed": 1.0})
     _, llm = _sim(broken)
-    text, _ = _complete(llm, [{"role": "system", "content": plan_system(SPECS)},
-                              {"role": "user", "content": "Task: x"}], "planner")
+    text, _ = _complete(
+        llm,
+        [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
+        "planner",
+    )
     with pytest.raises(PlanError):
         parse_plan(text, TOOLS)
     sloppy = SKILLS["perfect"].model_copy(update={"p_sloppy_json": 1.0})
     _, llm = _sim(sloppy)
-    text, _ = _complete(llm, [{"role": "system", "content": plan_system(SPECS)},
-                              {"role": "user", "content": "Task: x"}], "planner")
+    text, _ = _complete(
+        llm,
+        [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
+        "planner",
+    )
     assert text.startswith("```json")
     assert parse_plan(text, TOOLS).repaired
 
 
 def test_react_parser_rejects_non_format() -> None:
-    for bad in ["", "Action: search_web", "Action: x\nAction Input: [1]",
-                "Action: x\nAction Input: {\"a\": "]:
+    for bad in [
+        "",
+        "Action: search_web",
+        "Action: x\nAction Input: [1]",
+        'Action: x\nAction Input: {"a": ',
+    ]:
         with pytest.raises(OutputParseError):
             parse_react(bad)
     assert parse_score("Score: 0.7") == 0.7
@@ -93,7 +119,13 @@ def test_unknown_role_is_refused() -> None:
 
 
 def test_modelled_llm_time_and_cost_follow_the_profile() -> None:
-    model = ModelProfile(name="m", ttft_s=1.0, s_per_output_token=0.01, s_per_input_token=0.0,
-                         usd_per_mtok_input=1.0, usd_per_mtok_output=2.0)
+    model = ModelProfile(
+        name="m",
+        ttft_s=1.0,
+        s_per_output_token=0.01,
+        s_per_input_token=0.0,
+        usd_per_mtok_input=1.0,
+        usd_per_mtok_output=2.0,
+    )
     assert model.latency(100, 50) == pytest.approx(1.5)
     assert model.cost(1_000_000, 500_000) == pytest.approx(2.0)

@@ -40,8 +40,9 @@ def test_invalid_key_with_fallback_replan_recovers_static_fails() -> None:
 
 
 def test_transient_503_is_retried_and_backoff_shows_in_latency() -> None:
-    burst = FaultRule(kind="http_503", tools=["search_web"], rate=1.0, scope="call",
-                      max_consecutive=2, cost_s=0.2)
+    burst = FaultRule(
+        kind="http_503", tools=["search_web"], rate=1.0, scope="call", max_consecutive=2, cost_s=0.2
+    )
     for task in tasks("simple", n=4):
         clean, _ = episode("plan_execute_replan", task)
         faulty, trace = episode("plan_execute_replan", task, rules=[burst])
@@ -56,21 +57,30 @@ def test_transient_503_is_retried_and_backoff_shows_in_latency() -> None:
 
 
 def test_empty_result_makes_the_replanner_rewrite_the_query() -> None:
-    empty = FaultRule(kind="empty_result", tools=["search_web", "search_web_backup"], rate=1.0,
-                      scope="args", args_key=["query"], match={"query": "annual report 2"})
+    empty = FaultRule(
+        kind="empty_result",
+        tools=["search_web", "search_web_backup"],
+        rate=1.0,
+        scope="args",
+        args_key=["query"],
+        match={"query": "annual report 2"},
+    )
     for task in tasks("simple", n=3):
         record, trace = episode("plan_execute_replan", task, rules=[empty])
         assert record.success, record.detail
         assert record.replans >= 1
-        queries = [c["args"]["query"] for c in trace["tool_calls"] if c["tool"].startswith("search")]
+        queries = [
+            c["args"]["query"] for c in trace["tool_calls"] if c["tool"].startswith("search")
+        ]
         assert len(set(queries)) >= 2, queries  # the args were rewritten, not just retried
         static, _ = episode("plan_execute", task, rules=[empty])
         assert static.failure_mode == "gave_up_after_tool_failure"
 
 
 def test_password_protected_pdf_needs_a_replan_to_another_source() -> None:
-    locked = FaultRule(kind="password_protected", tools=["parse_pdf"], rate=1.0, scope="args",
-                       args_key=["url"])
+    locked = FaultRule(
+        kind="password_protected", tools=["parse_pdf"], rate=1.0, scope="args", args_key=["url"]
+    )
     for task in tasks("medium", n=3):
         record, trace = episode("plan_execute_replan", task, rules=[locked])
         assert record.success and record.replans >= 1
@@ -87,8 +97,10 @@ def test_weak_skill_falls_into_traps_more_often_than_strong() -> None:
         for planner in PLANNERS:
             for task in pool:
                 _, trace = episode(planner, task, skill=skill)
-                hits += any(c["tool"] == "parse_pdf" and "news.example" in c["args"].get("url", "")
-                            for c in trace["tool_calls"])
+                hits += any(
+                    c["tool"] == "parse_pdf" and "news.example" in c["args"].get("url", "")
+                    for c in trace["tool_calls"]
+                )
         touched[skill] = hits
     assert touched["weak"] > touched["strong"] * 1.5, touched
 

@@ -18,19 +18,59 @@ from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import EpisodeLLM
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-REQUIRED = ["planner", "env", "complexity", "task_id", "seed", "llm", "success", "progress",
-            "failure_mode", "tokens_prompt", "tokens_completion", "tokens_total", "llm_calls",
-            "tool_calls", "retries", "fallbacks", "replans", "latency_s", "cost_usd"]
-MODES = {"none", "dead_end", "gave_up_after_tool_failure", "precondition_unverified",
-         "plan_logic_error", "hallucinated_tool_call", "malformed_output", "budget_exhausted",
-         "false_success", "harness_error", "correctly_reported_unreachable"}
+REQUIRED = [
+    "planner",
+    "env",
+    "complexity",
+    "task_id",
+    "seed",
+    "llm",
+    "success",
+    "progress",
+    "failure_mode",
+    "tokens_prompt",
+    "tokens_completion",
+    "tokens_total",
+    "llm_calls",
+    "tool_calls",
+    "retries",
+    "fallbacks",
+    "replans",
+    "latency_s",
+    "cost_usd",
+]
+MODES = {
+    "none",
+    "dead_end",
+    "gave_up_after_tool_failure",
+    "precondition_unverified",
+    "plan_logic_error",
+    "hallucinated_tool_call",
+    "malformed_output",
+    "budget_exhausted",
+    "false_success",
+    "harness_error",
+    "correctly_reported_unreachable",
+}
 
 
 def cli(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
-    cmd = [sys.executable, "-m", "experiments.runner", f"hydra.run.dir={tmp}", "progress=false",
-           *overrides]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, cwd=Path(__file__).parents[1])
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.runner",
+        f"hydra.run.dir={tmp}",
+        "progress=false",
+        *overrides,
+    ]
+    out = subprocess.run(
+        cmd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=Path(__file__).parents[1],
+    )
     return out.stdout
 
 
@@ -48,7 +88,7 @@ def test_cli_writes_records_and_prints_the_table(tmp_path: Path) -> None:
     stdout = cli(tmp_path, "n_tasks=2")
     assert "Completion rate" in stdout and "plan_execute_replan" in stdout
     rows = records(tmp_path)
-    assert len(rows) == 3 * 3 * 2
+    assert len(rows) == 8 * 3 * 2  # every planner, three complexities, two tasks
     for r in rows:
         assert set(REQUIRED) <= set(r)
         assert r["failure_mode"] in MODES and r["failure_mode"] != "harness_error"
@@ -89,9 +129,10 @@ class CrashyPlanner(Planner):
 
 def _cfg(tmp: Path, **extra: object):  # noqa: ANN202
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
-        cfg = compose(config_name="config",
-                      overrides=["planner=plan_execute", "n_tasks=4", "complexity=simple",
-                                 "progress=false"])
+        cfg = compose(
+            config_name="config",
+            overrides=["planner=plan_execute", "n_tasks=4", "complexity=simple", "progress=false"],
+        )
     with open_dict(cfg):
         for key, value in extra.items():
             OmegaConf.update(cfg, key, value, force_add=True)

@@ -61,8 +61,7 @@ class PathProblem:
 
 # Depth-3, branching-3 tree; leaf i -> (7 i mod 27) / 26 is a permutation, unique max 1.0.
 LEAF = {
-    p: ((p[0] * 9 + p[1] * 3 + p[2]) * 7 % 27) / 26
-    for p in itertools.product(range(3), repeat=3)
+    p: ((p[0] * 9 + p[1] * 3 + p[2]) * 7 % 27) / 26 for p in itertools.product(range(3), repeat=3)
 }
 OPTIMUM = (2, 1, 2)
 
@@ -229,8 +228,9 @@ def test_terminal_root_is_returned_immediately() -> None:
     for res in (
         bfs(PathProblem(g, 0, 0), rng=random.Random(0), max_depth=3, max_nodes=10),
         beam_search(PathProblem(g, 0, 0), rng=random.Random(0), width=2, max_depth=3),
-        dfs(PathProblem(g, 0, 0), rng=random.Random(0), prune_below=None, max_nodes=10,
-            max_depth=3),
+        dfs(
+            PathProblem(g, 0, 0), rng=random.Random(0), prune_below=None, max_nodes=10, max_depth=3
+        ),
     ):
         assert res.best_path == [] and res.best_state == (0,) and res.nodes_expanded == 0
 
@@ -247,8 +247,14 @@ def test_beam_search_finds_optimum(heuristic: str) -> None:
 
 
 def test_dfs_exhaustive_finds_optimum() -> None:
-    res = dfs(TreeProblem("mean"), rng=random.Random(0), prune_below=None, max_nodes=100,
-              max_depth=3, first_solution=False)
+    res = dfs(
+        TreeProblem("mean"),
+        rng=random.Random(0),
+        prune_below=None,
+        max_nodes=100,
+        max_depth=3,
+        first_solution=False,
+    )
     assert tuple(res.best_path) == OPTIMUM and res.best_value == 1.0
     assert res.nodes_expanded == 1 + 3 + 9 and res.nodes_pruned == 0
     assert_consistent(res)
@@ -265,17 +271,23 @@ def test_dfs_pruning_expands_fewer_and_still_finds_optimum() -> None:
 
 
 def test_dfs_first_solution_follows_best_scores() -> None:
-    res = dfs(TreeProblem("max"), rng=random.Random(0), prune_below=None, max_nodes=100,
-              max_depth=3)
+    res = dfs(
+        TreeProblem("max"), rng=random.Random(0), prune_below=None, max_nodes=100, max_depth=3
+    )
     assert tuple(res.best_path) == OPTIMUM and res.nodes_expanded == 3
 
 
 def test_dfs_respects_budgets() -> None:
-    res = dfs(TreeProblem("max"), rng=random.Random(0), prune_below=None, max_nodes=2,
-              max_depth=3)
+    res = dfs(TreeProblem("max"), rng=random.Random(0), prune_below=None, max_nodes=2, max_depth=3)
     assert res.best_state is None and res.nodes_expanded == 2
-    shallow = dfs(TreeProblem("max"), rng=random.Random(0), prune_below=None, max_nodes=100,
-                  max_depth=2, first_solution=False)
+    shallow = dfs(
+        TreeProblem("max"),
+        rng=random.Random(0),
+        prune_below=None,
+        max_nodes=100,
+        max_depth=2,
+        first_solution=False,
+    )
     assert shallow.best_state is None and max(n.depth for n in shallow.tree) == 2
 
 
@@ -366,15 +378,28 @@ def test_critical_path_length_hand_example() -> None:
 # ---------------------------------------------------------------- cross-cutting
 
 RUNNERS: dict[str, Callable[[int], SearchResult]] = {
-    "bfs": lambda s: bfs(PathProblem(_grid_with_walls(), (0, 0), (3, 3)), rng=random.Random(s),
-                         beam_width=3, max_depth=10, max_nodes=500),
-    "dfs": lambda s: dfs(TreeProblem("max"), rng=random.Random(s), prune_below=0.9,
-                         max_nodes=100, max_depth=3, first_solution=False),
-    "beam_search": lambda s: beam_search(TreeProblem("mean"), rng=random.Random(s), width=2,
-                                         max_depth=3),
+    "bfs": lambda s: bfs(
+        PathProblem(_grid_with_walls(), (0, 0), (3, 3)),
+        rng=random.Random(s),
+        beam_width=3,
+        max_depth=10,
+        max_nodes=500,
+    ),
+    "dfs": lambda s: dfs(
+        TreeProblem("max"),
+        rng=random.Random(s),
+        prune_below=0.9,
+        max_nodes=100,
+        max_depth=3,
+        first_solution=False,
+    ),
+    "beam_search": lambda s: beam_search(
+        TreeProblem("mean"), rng=random.Random(s), width=2, max_depth=3
+    ),
     "mcts": lambda s: mcts(TreeProblem(), rng=random.Random(s), iterations=150, max_depth=3),
-    "mcts_bandit": lambda s: mcts(BanditProblem(), rng=random.Random(s), iterations=100,
-                                  max_depth=1),
+    "mcts_bandit": lambda s: mcts(
+        BanditProblem(), rng=random.Random(s), iterations=100, max_depth=1
+    ),
 }
 
 
@@ -382,8 +407,11 @@ RUNNERS: dict[str, Callable[[int], SearchResult]] = {
 def test_same_seed_same_tree(name: str) -> None:
     a, b = RUNNERS[name](7), RUNNERS[name](7)
     assert a.tree_records() == b.tree_records()
-    assert (a.best_path, a.best_value, a.nodes_expanded) == (b.best_path, b.best_value,
-                                                             b.nodes_expanded)
+    assert (a.best_path, a.best_value, a.nodes_expanded) == (
+        b.best_path,
+        b.best_value,
+        b.nodes_expanded,
+    )
     assert a.algorithm == name.split("_bandit")[0]
     assert_consistent(a)
 
@@ -391,8 +419,16 @@ def test_same_seed_same_tree(name: str) -> None:
 def test_tree_records_shape_and_stringified_actions() -> None:
     res = mcts(BanditProblem(), rng=random.Random(0), iterations=10, max_depth=1)
     rec = res.tree_records()[0]
-    assert set(rec) == {"node", "parent", "action", "score", "visits", "depth", "pruned",
-                        "terminal"}
+    assert set(rec) == {
+        "node",
+        "parent",
+        "action",
+        "score",
+        "visits",
+        "depth",
+        "pruned",
+        "terminal",
+    }
     res.tree[0].action = object()
     assert isinstance(res.tree_records()[0]["action"], str)
 
@@ -402,8 +438,14 @@ def test_async_entry_points_match_sync_and_run_concurrently() -> None:
         prob = AsyncTreeProblem()
         results = [
             await bfs_async(prob, rng=random.Random(1), max_depth=3, max_nodes=100),
-            await dfs_async(prob, rng=random.Random(1), prune_below=0.9, max_nodes=100,
-                            max_depth=3, first_solution=False),
+            await dfs_async(
+                prob,
+                rng=random.Random(1),
+                prune_below=0.9,
+                max_nodes=100,
+                max_depth=3,
+                first_solution=False,
+            ),
             await beam_search_async(prob, rng=random.Random(1), width=2, max_depth=3),
             await mcts_async(prob, rng=random.Random(1), iterations=100, max_depth=3),
         ]
@@ -412,8 +454,14 @@ def test_async_entry_points_match_sync_and_run_concurrently() -> None:
     async_results, max_in_flight = asyncio.run(run_all())
     sync_results = [
         bfs(TreeProblem("max"), rng=random.Random(1), max_depth=3, max_nodes=100),
-        dfs(TreeProblem("max"), rng=random.Random(1), prune_below=0.9, max_nodes=100,
-            max_depth=3, first_solution=False),
+        dfs(
+            TreeProblem("max"),
+            rng=random.Random(1),
+            prune_below=0.9,
+            max_nodes=100,
+            max_depth=3,
+            first_solution=False,
+        ),
         beam_search(TreeProblem("max"), rng=random.Random(1), width=2, max_depth=3),
         mcts(TreeProblem("max"), rng=random.Random(1), iterations=100, max_depth=3),
     ]

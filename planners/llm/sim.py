@@ -1,11 +1,13 @@
 """The offline simulated LLM: a seeded model of an LLM's per-decision skill over a world.
 
-It reads the prompt it is given (the transcript, the execution log, the requested output
-format), reconstructs what has been observed, asks the env's oracle which steps remain done
-right, and then *decides like a fallible model*: each decision is right with the skill's
-probability (lower as the prompt grows), may fall for a locally attractive trap, may invent a
-tool, act on an unverified premise or stop early, and the text may come out malformed. It
-returns text only; planners parse it with the same parsers they use for a real model.
+It reads the prompt it is given (the transcript, the execution log, the partial plan, the
+requested output format), reconstructs what has been observed, asks the env's oracle which
+steps remain done right, and then *decides like a fallible model*: each decision is right with
+the skill's probability (lower as the prompt grows), may fall for a locally attractive trap,
+may invent a tool, act on an unverified premise or stop early, and the text may come out
+malformed. As a judge it sees how good a candidate looks, blurred by its noise; as a rollout it
+imagines the outcome, optimistically. It returns text only; planners parse it with the same
+parsers they use for a real model.
 
 Nothing here names or detects a planner: the same request format gets the same treatment
 whoever sends it, and every difference between planners comes from how many decisions they
@@ -27,14 +29,31 @@ from planners.formats import (
     OutputParseError,
     dumps,
     error_kind,
+    parse_candidates,
     parse_react,
     parse_step_lines,
+    render_candidates,
 )
 from planners.llm.base import Completion, Message
 from planners.llm.profiles import ModelProfile, SkillProfile
 from planners.llm.tokens import count_messages
 
 _STEP_ID = re.compile(r"\bstep_(\d+)\b")
+# How good a candidate *looks* to a judge before its noise: a trap looks nearly right (that is
+# what makes it a trap); an invented tool looks wrong. These describe candidates, not planners.
+PERCEIVED = {
+    "right": 0.9,
+    "unchecked": 0.85,
+    "fallback": 0.75,
+    "trap": 0.65,
+    "early": 0.4,
+    "premise": 0.3,
+    "other": 0.3,
+    "invented": 0.05,
+}
+# Mistake kinds that make sense for one action (ReAct turn, DFS candidate) and for a plan step.
+ACTION_MISTAKES = ("hallucinate", "premise", "stop")
+PLAN_MISTAKES = ("hallucinate", "premise", "stop", "dependency", "unchecked")
 
 
 def _transcript_observations(messages: Sequence[Message]) -> list[Obs]:
@@ -68,6 +87,26 @@ def _obs(key: str, tool: str, args: Any, text: str, ok: bool | None = None) -> O
     return Obs(key, tool, args if isinstance(args, dict) else {}, result, None)
 
 
+def _json_after(prompt: str, marker: str) -> Any:
+    """The JSON value that follows ``marker`` in the prompt (None if absent or broken)."""
+    at = prompt.find(marker)
+    if at < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(prompt[at + len(marker) :].lstrip())
+    except json.JSONDecodeError:
+        return None
+    return value
+
+
+def _core(step: Any) -> tuple[Any, str, tuple[str, ...]]:
+    if not isinstance(step, dict):
+        return (None, "", ())
+    deps = step.get("depends_on") or []
+    deps = deps if isinstance(deps, list) else [deps]
+    return (step.get("tool"), dumps(step.get("args") or {}), tuple(sorted(map(str, deps))))
+
+
 class SimLLM:
     """A simulated LLM bound to one task's oracle (one instance per episode)."""
 
@@ -85,18 +124,27 @@ class SimLLM:
         rng = derive_rng(*self.seed_keys, "llm", self.calls)
         self.calls += 1
         prompt = "\n".join(m["content"] for m in messages)
+        last = messages[-1]["content"] if messages else ""
         err = self.skill.error_rate(count_messages(messages))
-        if "Action Input:" in prompt and "Respond in exactly this format" in prompt:
+        if "candidate next actions" in last:
+            text = self._propose_actions(messages, rng, err, last)
+        elif "candidate next steps for the plan" in last:
+            text = self._propose_steps(prompt, rng, err, last)
+        elif "Rate each candidate" in last:
+            text = self._rate_candidates(messages, prompt, rng)
+        elif "Rate this plan" in last:
+            text = self._rate_plan(prompt, rng)
+        elif "Imagine carrying out" in last:
+            text = self._rollout(prompt, rng)
+        elif "Action Input:" in prompt and "Respond in exactly this format" in prompt:
             text = self._react(messages, rng, err)
         elif "Respond with a Plan JSON" in prompt:
             text = self._plan(prompt, rng, err)
-        elif "Score:" in prompt:
-            text = self._score(prompt, rng)
         else:
             text = "I am not sure what is being asked."
         return Completion(text=text)
 
-    # --- decisions ---------------------------------------------------------------------
+    # --- shared decision machinery ---------------------------------------------------------
 
     def _mistake(self, rng: random.Random, kinds: Sequence[str]) -> str:
         s = self.skill
@@ -110,8 +158,7 @@ class SimLLM:
         pool = [(k, weights[k]) for k in kinds if weights[k] > 0]
         if not pool:
             return "none"
-        total = sum(w for _, w in pool)
-        x = rng.random() * total
+        x = rng.random() * sum(w for _, w in pool)
         for kind, w in pool:
             x -= w
             if x < 0:
@@ -129,63 +176,130 @@ class SimLLM:
             return [self._guess(v) for v in value]
         return value
 
-    def _react(self, messages: Sequence[Message], rng: random.Random, err: float) -> str:
-        obs = _transcript_observations(messages)
-        gold = self.oracle.remaining(obs)
-        last_error = obs[-1].error if obs else None
-        malformed = rng.random() < self.skill.p_malformed
-        if not gold:
-            action, args, thought = (
-                FINISH,
-                {"answer": self.oracle.answer(obs) or "", "status": "success"},
-                "The report is complete.",
-            )
-        else:
-            step = gold[0]
-            thought = f"Next I need {step.tool} to make progress on the report."
-            attractive = step.trap or (step.trap_plan[0] if step.trap_plan else None)
-            if attractive is not None and rng.random() < self.skill.p_trap:
-                step = attractive
-                if step.tool == FINISH:  # submit what it has, believing it done
-                    return self._maybe_break(
-                        "Thought: The report is written.\n"
-                        f"Action: {FINISH}\nAction Input: "
-                        + dumps({"answer": self.oracle.partial_answer(obs), "status": "success"}),
-                        rng, malformed)
-            elif rng.random() < err:
-                kind = self._mistake(rng, ("hallucinate", "premise", "stop"))
-                if kind == "hallucinate":
-                    fakes = self.oracle.hallucinated_tools()
-                    step = GoldStep(step.key, rng.choice(fakes), step.args)
-                elif kind == "premise":
-                    ahead = gold[1] if len(gold) > 1 else step
-                    step = GoldStep(ahead.key, ahead.tool, self._guess(ahead.args))
-                elif kind == "stop":
-                    if last_error is not None:
-                        return self._maybe_break(
-                            "Thought: The tool keeps failing; I cannot complete this.\n"
-                            f"Action: {FINISH}\nAction Input: "
-                            + dumps({"answer": "", "status": "failure"}),
-                            rng,
-                            malformed,
-                        )
-                    return self._maybe_break(
-                        "Thought: I have enough to answer.\n"
-                        f"Action: {FINISH}\nAction Input: "
-                        + dumps({"answer": self.oracle.partial_answer(obs), "status": "success"}),
-                        rng,
-                        malformed,
-                    )
-            action = step.tool
-            args = literal_args(step.args, obs)
-        text = f"Thought: {thought}\nAction: {action}\nAction Input: {dumps(args)}"
-        return self._maybe_break(text, rng, malformed)
-
     def _maybe_break(self, text: str, rng: random.Random, malformed: bool) -> str:
         if not malformed:
             return text
         cut = rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
         return text[:cut]
+
+    def _action_options(
+        self, gold: list[GoldStep], obs: list[Obs], rng: random.Random
+    ) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every action a model might consider here, as (kind, tool, literal args)."""
+        if not gold:
+            return [
+                ("right", FINISH, {"answer": self.oracle.answer(obs) or "", "status": "success"})
+            ]
+        g = gold[0]
+        partial = {"answer": self.oracle.partial_answer(obs), "status": "success"}
+        opts: list[tuple[str, str, dict[str, Any]]] = [("right", g.tool, literal_args(g.args, obs))]
+        for t in ([g.trap] if g.trap else []) + ([g.trap_plan[0]] if g.trap_plan else []):
+            opts.append(
+                ("trap", t.tool, partial if t.tool == FINISH else literal_args(t.args, obs))
+            )
+        if g.fallback:
+            opts.append(("fallback", g.fallback, literal_args(g.args, obs)))
+        opts.append(
+            ("invented", rng.choice(self.oracle.hallucinated_tools()), literal_args(g.args, obs))
+        )
+        ahead = gold[1] if len(gold) > 1 else g
+        opts.append(("premise", ahead.tool, self._guess(ahead.args)))
+        opts.append(("early", FINISH, partial))
+        return opts
+
+    def _decide_action(
+        self, gold: list[GoldStep], obs: list[Obs], rng: random.Random, err: float
+    ) -> tuple[str, str, str, dict[str, Any]]:
+        """One acting decision: (kind, thought, tool, args)."""
+        if not gold:
+            answer = {"answer": self.oracle.answer(obs) or "", "status": "success"}
+            return "right", "The report is complete.", FINISH, answer
+        g = gold[0]
+        thought = f"Next I need {g.tool} to make progress on the report."
+        attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
+        if attractive is not None and rng.random() < self.skill.p_trap:
+            if attractive.tool == FINISH:  # submit what it has, believing it done
+                return (
+                    "trap",
+                    "The report is written.",
+                    FINISH,
+                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
+                )
+            return "trap", thought, attractive.tool, literal_args(attractive.args, obs)
+        if rng.random() < err:
+            kind = self._mistake(rng, ACTION_MISTAKES)
+            if kind == "hallucinate":
+                tool = rng.choice(self.oracle.hallucinated_tools())
+                return "invented", thought, tool, literal_args(g.args, obs)
+            if kind == "premise":
+                ahead = gold[1] if len(gold) > 1 else g
+                return "premise", thought, ahead.tool, self._guess(ahead.args)
+            if kind == "stop":
+                if obs and obs[-1].error is not None:
+                    return (
+                        "stop",
+                        "The tool keeps failing; I cannot complete this.",
+                        FINISH,
+                        {"answer": "", "status": "failure"},
+                    )
+                return (
+                    "early",
+                    "I have enough to answer.",
+                    FINISH,
+                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
+                )
+        return "right", thought, g.tool, literal_args(g.args, obs)
+
+    # --- acting (ReAct turns, DFS candidates) ---------------------------------------------
+
+    def _react(self, messages: Sequence[Message], rng: random.Random, err: float) -> str:
+        obs = _transcript_observations(messages)
+        malformed = rng.random() < self.skill.p_malformed
+        _, thought, tool, args = self._decide_action(self.oracle.remaining(obs), obs, rng, err)
+        text = f"Thought: {thought}\nAction: {tool}\nAction Input: {dumps(args)}"
+        return self._maybe_break(text, rng, malformed)
+
+    def _propose_actions(
+        self, messages: Sequence[Message], rng: random.Random, err: float, last: str
+    ) -> str:
+        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
+        obs = _transcript_observations(messages)
+        gold = self.oracle.remaining(obs)
+        _, thought, tool, args = self._decide_action(gold, obs, rng, err)
+        chosen = [(thought, tool, args)]
+        others = [o for o in self._action_options(gold, obs, rng) if (o[1], o[2]) != (tool, args)]
+        rng.shuffle(others)
+        for _, t, a in others:
+            if len(chosen) >= k:
+                break
+            if all((t, a) != (c[1], c[2]) for c in chosen):
+                chosen.append((f"Alternatively, {t}.", t, a))
+        text = render_candidates(chosen)
+        return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
+
+    def _action_kind(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        gold: list[GoldStep],
+        obs: list[Obs],
+        rng: random.Random,
+    ) -> str:
+        for kind, t, a in self._action_options(gold, obs, rng):
+            if t == tool and (a == args or t == FINISH):
+                return kind
+        return "invented" if tool not in self.oracle.tool_names() and tool != FINISH else "other"
+
+    # --- planning (plans, partial plans) ---------------------------------------------------
+
+    def _gold_rendered(
+        self, obs: list[Obs], first: int
+    ) -> tuple[list[GoldStep], list[dict[str, Any]], list[dict[str, Any] | None]]:
+        gold = self.oracle.remaining(obs)
+        ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
+        rendered = [self._render_step(g, ids) for g in gold]
+        traps = [self._render_step(g.trap, ids) if g.trap else None for g in gold]
+        return gold, rendered, traps
 
     def _plan(self, prompt: str, rng: random.Random, err: float) -> str:
         log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
@@ -194,8 +308,11 @@ class SimLLM:
             for sid, tool, args, ok, text in parse_step_lines(log_part)
         ]
         gold = self.oracle.remaining(obs)
-        if gold and gold[0].trap_plan and gold[0].trap_plan[0].tool != FINISH and (
-            rng.random() < self.skill.p_trap
+        if (
+            gold
+            and gold[0].trap_plan
+            and gold[0].trap_plan[0].tool != FINISH
+            and (rng.random() < self.skill.p_trap)
         ):
             gold = gold[0].trap_plan
         used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
@@ -203,31 +320,38 @@ class SimLLM:
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
         steps: list[dict[str, Any]] = []
         for g in gold:
-            step = g
-            if g.trap is not None and rng.random() < self.skill.p_trap:
-                step = g.trap
-            rendered = self._render_step(step, ids)
-            if rng.random() < err:
-                kind = self._mistake(
-                    rng, ("hallucinate", "premise", "stop", "dependency", "unchecked")
-                )
-                if kind == "hallucinate":
-                    rendered["tool"] = rng.choice(self.oracle.hallucinated_tools())
-                elif kind == "premise":
-                    rendered["args"] = self._guess(step.args)
-                elif kind == "stop":
-                    break
-                elif kind == "dependency" and rendered["depends_on"]:
-                    rendered["depends_on"] = []
-                    rendered["pre_conditions"] = []
-                else:
-                    rendered["post_conditions"] = []
+            rendered, stop = self._decide_step(g, ids, rng, err)
+            if stop:
+                break
             steps.append(rendered)
         plan = {"goal": getattr(getattr(self.oracle, "task", None), "goal", ""), "steps": steps}
         text = json.dumps(plan, ensure_ascii=False, indent=2)
         if rng.random() < self.skill.p_sloppy_json:
             text = "```json\n" + text.replace("\n  ]\n}", ",\n  ]\n}") + "\n```"
         return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
+
+    def _decide_step(
+        self, g: GoldStep, ids: dict[str, str], rng: random.Random, err: float
+    ) -> tuple[dict[str, Any], bool]:
+        """One plan-step decision: (the step as written, whether the plan stops here)."""
+        step = g
+        if g.trap is not None and rng.random() < self.skill.p_trap:
+            step = g.trap
+        rendered = self._render_step(step, ids)
+        if rng.random() < err:
+            kind = self._mistake(rng, PLAN_MISTAKES)
+            if kind == "hallucinate":
+                rendered["tool"] = rng.choice(self.oracle.hallucinated_tools())
+            elif kind == "premise":
+                rendered["args"] = self._guess(step.args)
+            elif kind == "stop":
+                return rendered, True
+            elif kind == "dependency" and rendered["depends_on"]:
+                rendered["depends_on"] = []
+                rendered["pre_conditions"] = []
+            else:
+                rendered["post_conditions"] = []
+        return rendered, False
 
     def _render_step(self, g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
         def ref_text(value: Any) -> Any:
@@ -253,5 +377,108 @@ class SimLLM:
             "fallback": g.fallback,
         }
 
-    def _score(self, prompt: str, rng: random.Random) -> str:
-        return f"Score: {min(1.0, max(0.0, 0.5 + rng.gauss(0, self.skill.evaluator_noise))):.2f}"
+    def _step_kind(
+        self, step: Any, i: int, rendered: list[dict[str, Any]], traps: list[dict[str, Any] | None]
+    ) -> str:
+        if isinstance(step, dict) and step.get("done"):
+            return "right" if i >= len(rendered) else "early"
+        if not isinstance(step, dict) or i >= len(rendered):
+            return "other"
+        if step.get("tool") not in self.oracle.tool_names():
+            return "invented"
+        if _core(step) == _core(rendered[i]):
+            return "right" if step.get("post_conditions") else "unchecked"
+        if traps[i] is not None and _core(step) == _core(traps[i]):
+            return "trap"
+        fallback = rendered[i].get("fallback")
+        if (
+            fallback
+            and step.get("tool") == fallback
+            and _core({**step, "tool": rendered[i]["tool"]}) == _core(rendered[i])
+        ):
+            return "fallback"
+        return "other"
+
+    def _propose_steps(self, prompt: str, rng: random.Random, err: float, last: str) -> str:
+        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
+        partial = _json_after(prompt, "Plan so far:")
+        partial = partial if isinstance(partial, list) else []
+        gold, rendered, traps = self._gold_rendered([], 1)
+        i = len(partial)
+        ids = {g.key: f"step_{1 + j}" for j, g in enumerate(gold)}
+        if i >= len(gold):
+            primary: dict[str, Any] = {"done": True}
+        else:
+            primary, stop = self._decide_step(gold[i], ids, rng, err)
+            if stop:
+                primary = {"done": True}
+        chosen = [primary]
+        options: list[dict[str, Any]] = []
+        if i < len(gold):
+            options.append(rendered[i])
+            if traps[i]:
+                options.append(traps[i])  # type: ignore[arg-type]
+            if rendered[i].get("fallback"):
+                options.append({**rendered[i], "tool": rendered[i]["fallback"], "fallback": None})
+            options.append({**rendered[i], "tool": rng.choice(self.oracle.hallucinated_tools())})
+            options.append({"done": True})
+        rng.shuffle(options)
+        for o in options:
+            if len(chosen) >= k:
+                break
+            if all(_core(o) != _core(c) or o.get("done") != c.get("done") for c in chosen):
+                chosen.append(o)
+        text = json.dumps(chosen, ensure_ascii=False, indent=1)
+        return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
+
+    # --- judging and imagining ---------------------------------------------------------------
+
+    def _noisy(self, value: float, rng: random.Random) -> float:
+        return min(1.0, max(0.0, value + rng.gauss(0.0, self.skill.evaluator_noise)))
+
+    def _plan_quality(self, steps: list[Any]) -> tuple[float, bool]:
+        """(how good the plan looks, whether it would truly work as far as it goes)."""
+        _, rendered, traps = self._gold_rendered([], 1)
+        kinds = [self._step_kind(s, i, rendered, traps) for i, s in enumerate(steps)]
+        # a plan is as viable as its weakest step: one invented tool sinks it
+        looks = min((PERCEIVED[k] for k in kinds), default=PERCEIVED["right"])
+        if kinds and kinds[-1] == "early":  # declared complete too soon: visibly incomplete
+            looks = PERCEIVED["early"] * min(1.0, (len(kinds) - 1) / max(len(rendered), 1))
+        sound = all(k in ("right", "unchecked") for k in kinds)
+        return looks, sound
+
+    def _rate_candidates(self, messages: Sequence[Message], prompt: str, rng: random.Random) -> str:
+        last = messages[-1]["content"]
+        partial = _json_after(prompt, "Plan so far:")
+        lines = []
+        if isinstance(partial, list):  # candidate plan steps
+            cands = [
+                _json_after(block, ":") for block in re.split(r"\n(?=Candidate \d+:)", last)[1:]
+            ]
+            for n, cand in enumerate(cands, 1):
+                looks, _ = self._plan_quality([*partial, cand])
+                lines.append(f"Score {n}: {self._noisy(looks, rng):.2f}")
+        else:  # candidate actions
+            obs = _transcript_observations(messages)
+            gold = self.oracle.remaining(obs)
+            for n, turn in enumerate(parse_candidates(last), 1):
+                kind = self._action_kind(turn.action, turn.action_input, gold, obs, rng)
+                lines.append(f"Score {n}: {self._noisy(PERCEIVED[kind], rng):.2f}")
+        return "\n".join(lines)
+
+    def _rate_plan(self, prompt: str, rng: random.Random) -> str:
+        plan = _json_after(prompt, "Plan:")
+        steps = plan.get("steps") if isinstance(plan, dict) else None
+        if not isinstance(steps, list):
+            return f"Score: {self._noisy(PERCEIVED['invented'], rng):.2f}"
+        _, rendered, _ = self._gold_rendered([], 1)
+        looks, _ = self._plan_quality(steps)
+        looks *= min(1.0, len(steps) / max(len(rendered), 1))  # a truncated plan looks worse
+        return f"Score: {self._noisy(looks, rng):.2f}"
+
+    def _rollout(self, prompt: str, rng: random.Random) -> str:
+        partial = _json_after(prompt, "Plan so far:")
+        steps = partial if isinstance(partial, list) else []
+        _, sound = self._plan_quality(steps)
+        success = sound or rng.random() < self.skill.rollout_optimism
+        return f"Outcome: {'success' if success else 'failure'}"

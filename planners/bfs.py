@@ -1,0 +1,67 @@
+"""BFS: breadth-first search over partial plans with a beam (the seed's 3–5 step scenario)."""
+
+from __future__ import annotations
+
+from envs.tools import Toolbox
+from planners.base import Planner, PlannerResult, TaskView
+from planners.executor import LadderPolicy
+from planners.llm.base import EpisodeLLM
+from planners.search_support import (
+    PartialPlanProblem,
+    execute_plan_text,
+    make_executor,
+    plan_text,
+    record_tree,
+)
+from search import bfs_async
+
+
+class BFSPlanner(Planner):
+    """Level by level: every kept partial plan proposes ``branching`` next steps, the judge
+    scores them, the best ``beam_width`` survive; the shallowest complete plan is executed
+    (with the recovery ladder)."""
+
+    name = "bfs"
+
+    def __init__(
+        self,
+        beam_width: int = 3,
+        branching: int = 3,
+        max_steps: int = 16,
+        max_nodes: int = 80,
+        parallel: bool = False,
+        replan: bool = True,
+        max_replans: int = 3,
+        accept: float = 0.7,
+    ) -> None:
+        self.accept = accept
+        self.beam_width = beam_width
+        self.branching = branching
+        self.max_steps = max_steps
+        self.max_nodes = max_nodes
+        self.policy = LadderPolicy(parallel=parallel, replan=replan, max_replans=max_replans)
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        problem = PartialPlanProblem(
+            task,
+            tools,
+            llm,
+            branching=self.branching,
+            max_steps=self.max_steps,
+            judge=True,
+            accept=self.accept,
+        )
+        result = await bfs_async(
+            problem,
+            rng=task.rng("bfs"),
+            beam_width=self.beam_width,
+            max_depth=self.max_steps,
+            max_nodes=self.max_nodes,
+        )
+        record_tree(llm, result)
+        executor = make_executor(self.policy, tools, llm, task)
+        if result.best_state is None:
+            return PlannerResult(
+                None, "budget", "search found no complete plan", executor.stats, llm.trace
+            )
+        return await execute_plan_text(plan_text(task.goal, result.best_state), executor, tools)

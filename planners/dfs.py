@@ -1,0 +1,199 @@
+"""DFS with pruning and backtracking *during execution* (the seed's web-navigation case).
+
+Like ToolBench's DFSDT: at each point the model proposes several next actions and a judge
+scores them; candidates below ``prune_below`` are pruned; the best is executed for real. A
+branch whose action fails (a tool error) or that runs out of good candidates is abandoned and
+the search goes back to the last open alternative. Failed attempts stay in the model's
+context ("do not repeat"), so alternatives can route around a broken source. The search is
+``search.dfs_async``; a node's action is executed when the node is expanded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from envs.tools import Toolbox, ToolError
+from planners.base import Planner, PlannerResult, PlannerStats, TaskView
+from planners.formats import (
+    FINISH,
+    PROPOSE_ACTIONS,
+    RATE_CANDIDATES,
+    ReactTurn,
+    dumps,
+    observation_text,
+    parse_candidates,
+    parse_scores,
+    render_candidates,
+)
+from planners.llm.base import EpisodeLLM
+from planners.prompts import react_system
+from planners.search_support import record_tree
+from search import dfs_async
+
+
+@dataclass(eq=False)
+class _Node:
+    """A path of executed (action, observation) pairs plus the action this node will run."""
+
+    path: tuple[tuple[str, str], ...]
+    action: ReactTurn | None
+    observation: str | None = None
+    children_scores: dict[int, float] = field(default_factory=dict)
+
+
+class _ExecutionTree:
+    def __init__(
+        self,
+        task: TaskView,
+        tools: Toolbox,
+        llm: EpisodeLLM,
+        stats: PlannerStats,
+        branching: int,
+        accept: float,
+    ) -> None:
+        self.accept = accept
+        self.task = task
+        self.tools = tools
+        self.llm = llm
+        self.stats = stats
+        self.branching = branching
+        self.system = react_system(tools.catalogue())
+        self.failed: list[tuple[str, str]] = []
+        self.scores: dict[int, float] = {}
+
+    def _messages(self, path: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+        msgs = [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": f"Task: {self.task.goal}"},
+        ]
+        if self.failed:
+            msgs.append(
+                {"role": "user", "content": "Earlier attempts that failed (do not repeat them):"}
+            )
+            for action, obs in self.failed:
+                msgs += [
+                    {"role": "assistant", "content": action},
+                    {"role": "user", "content": f"Observation: {obs}"},
+                ]
+            msgs.append({"role": "user", "content": "The current path:"})
+        for action, obs in path:
+            msgs += [
+                {"role": "assistant", "content": action},
+                {"role": "user", "content": f"Observation: {obs}"},
+            ]
+        return msgs
+
+    async def initial_state(self) -> _Node:
+        return _Node((), None)
+
+    async def _execute(self, node: _Node) -> bool:
+        """Run the node's action; False if it failed (the branch is abandoned)."""
+        turn = node.action
+        if turn is None:
+            return True
+        text = (
+            f"Thought: {turn.thought}\nAction: {turn.action}\nAction Input: "
+            f"{dumps(turn.action_input)}"
+        )
+        try:
+            result = await self.tools.call(turn.action, turn.action_input)
+        except ToolError as err:
+            self.failed.append((text, err.observation()))
+            self.stats.skipped_steps += 1
+            return False
+        node.observation = observation_text(result)
+        node.path = (*node.path, (text, node.observation))
+        return True
+
+    async def actions(self, node: _Node) -> Sequence[ReactTurn]:
+        if node.action is not None and node.action.action == FINISH:
+            return []  # an answer the judge found wanting: a dead leaf, go back
+        if not await self._execute(node):
+            return []
+        messages = self._messages(node.path)
+        text = await self.llm.complete(
+            [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
+            role="planner",
+        )
+        candidates = parse_candidates(text)[: self.branching]
+        if not candidates:
+            return []
+        listing = render_candidates([(c.thought, c.action, c.action_input) for c in candidates])
+        verdict = await self.llm.complete(
+            [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
+            role="evaluator",
+        )
+        for c, s in zip(candidates, parse_scores(verdict, len(candidates)), strict=True):
+            self.scores[id(c)] = s
+        return candidates
+
+    async def step(self, node: _Node, action: ReactTurn) -> _Node:
+        child = _Node(node.path, action)
+        self.scores[id(child)] = self.scores.get(id(action), 0.0)
+        return child
+
+    async def score(self, node: _Node) -> float:
+        return self.scores.get(id(node), 1.0 if node.action is None else 0.0)
+
+    async def is_terminal(self, node: _Node) -> bool:
+        """An answer ends the search only if the judge rated it at least ``accept``."""
+        return (
+            node.action is not None
+            and node.action.action == FINISH
+            and await self.score(node) >= self.accept
+        )
+
+    async def reward(self, node: _Node) -> float:
+        assert node.action is not None
+        status = str(node.action.action_input.get("status", "success")).lower()
+        ok = status == "success" and node.action.action_input.get("answer")
+        return await self.score(node) if ok else 0.0
+
+
+class DFSPlanner(Planner):
+    name = "dfs"
+
+    def __init__(
+        self,
+        branching: int = 3,
+        prune_below: float = 0.5,
+        max_nodes: int = 40,
+        max_depth: int = 30,
+        accept: float = 0.7,
+    ) -> None:
+        self.accept = accept
+        self.branching = branching
+        self.prune_below = prune_below
+        self.max_nodes = max_nodes
+        self.max_depth = max_depth
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        stats = PlannerStats()
+        tree = _ExecutionTree(task, tools, llm, stats, self.branching, self.accept)
+        result = await dfs_async(
+            tree,
+            rng=task.rng("dfs"),
+            prune_below=self.prune_below,
+            max_nodes=self.max_nodes,
+            max_depth=self.max_depth,
+            first_solution=True,
+        )
+        record_tree(llm, result)
+        node = result.best_state
+        if node is None or node.action is None:
+            if result.nodes_expanded >= self.max_nodes:
+                return PlannerResult(
+                    None,
+                    "budget",
+                    f"no answer within {self.max_nodes} expansions",
+                    stats,
+                    llm.trace,
+                )
+            return PlannerResult(
+                None, "gave_up", "every branch failed or was pruned", stats, llm.trace
+            )
+        answer = str(node.action.action_input.get("answer", "") or "")
+        if result.best_value and answer:
+            return PlannerResult(answer, "answered", "", stats, llm.trace)
+        return PlannerResult(None, "gave_up", answer or "model gave up", stats, llm.trace)

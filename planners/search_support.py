@@ -1,0 +1,182 @@
+"""Shared pieces of the search planners: LLM-backed problems for the pure ``search`` package.
+
+``search/`` knows nothing of LLMs; these classes adapt its async problem protocol to LLM calls:
+the LLM proposes (role ``planner``), judges (role ``evaluator``) and imagines outcomes (role
+``rollout``). Every proposal and judgement is text parsed by the shared parsers; output that
+does not parse yields no candidates (and is counted), never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+
+from envs import clock
+from envs.tools import Toolbox
+from planners.base import PlannerResult, PlannerStats, TaskView
+from planners.executor import LadderPolicy, PlanExecutor
+from planners.formats import (
+    PROPOSE_STEPS,
+    RATE_CANDIDATES,
+    ROLLOUT,
+    OutputParseError,
+    dumps,
+    parse_outcome,
+    parse_scores,
+    parse_step_candidates,
+)
+from planners.llm.base import EpisodeLLM
+from planners.plan import PlanError, parse_plan
+from planners.prompts import plan_system
+from search import SearchResult
+
+Steps = tuple[str, ...]  # a partial plan: each step as canonical JSON text
+
+
+def record_tree(llm: EpisodeLLM, result: SearchResult) -> None:
+    """Keep the explored tree in the episode trace (for the trace view and analysis)."""
+    llm.trace.append(
+        {
+            "event": "search_tree",
+            "algorithm": result.algorithm,
+            "nodes_expanded": result.nodes_expanded,
+            "nodes_pruned": result.nodes_pruned,
+            "t": clock.now(),
+            "nodes": result.tree_records(),
+        }
+    )
+
+
+class PartialPlanProblem:
+    """Build a plan step by step: the LLM proposes next steps, judges them, imagines rollouts.
+
+    A state is the tuple of steps so far; a state ending in ``{"done": true}`` (or at
+    ``max_steps``) is terminal. Scores from one judge call per expansion are cached per state.
+    """
+
+    def __init__(
+        self,
+        task: TaskView,
+        tools: Toolbox,
+        llm: EpisodeLLM,
+        *,
+        branching: int,
+        max_steps: int,
+        judge: bool,
+        accept: float = 0.5,
+    ) -> None:
+        self.task = task
+        self.llm = llm
+        self.system = plan_system(tools.catalogue())
+        self.branching = branching
+        self.max_steps = max_steps
+        self.judge = judge
+        self.accept = accept
+        self.scores: dict[Steps, float] = {(): 1.0}
+        self.unparseable = 0
+
+    def _messages(self, state: Steps, instruction: str) -> list[dict[str, str]]:
+        so_far = "[" + ", ".join(state) + "]"
+        return [
+            {"role": "system", "content": self.system},
+            {
+                "role": "user",
+                "content": f"Task: {self.task.goal}\nPlan so far: {so_far}\n{instruction}",
+            },
+        ]
+
+    async def initial_state(self) -> Steps:
+        return ()
+
+    def _done(self, state: Steps) -> bool:
+        return bool(state) and (
+            json.loads(state[-1]).get("done") is True or len(state) >= self.max_steps
+        )
+
+    async def actions(self, state: Steps) -> Sequence[str]:
+        if self._done(state):
+            return []  # a plan declared complete but judged poor is a dead leaf
+        text = await self.llm.complete(
+            self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
+        )
+        try:
+            candidates = parse_step_candidates(text)
+        except OutputParseError:
+            self.unparseable += 1
+            return []
+        unique = list(dict.fromkeys(dumps(c) for c in candidates))[: self.branching]
+        if self.judge and unique:
+            listing = "\n".join(f"Candidate {i}: {c}" for i, c in enumerate(unique, 1))
+            verdict = await self.llm.complete(
+                self._messages(state, f"{listing}\n{RATE_CANDIDATES}"), role="evaluator"
+            )
+            for c, s in zip(unique, parse_scores(verdict, len(unique)), strict=True):
+                self.scores[(*state, c)] = s
+        return unique
+
+    async def step(self, state: Steps, action: str) -> Steps:
+        return (*state, action)
+
+    async def score(self, state: Steps) -> float:
+        return self.scores.get(state, 0.5)
+
+    async def is_terminal(self, state: Steps) -> bool:
+        """A complete plan counts as a solution only if it is judged acceptable (or, without
+        a judge, imagined to succeed)."""
+        return self._done(state) and await self.reward(state) >= self.accept
+
+    async def reward(self, state: Steps) -> float:
+        if not self.judge and state not in self.scores:
+            self.scores[state] = await self.rollout(state, random.Random(0))
+        return self.scores.get(state, 0.5)
+
+    async def rollout(self, state: Steps, rng: random.Random) -> float:
+        del rng  # the imagined outcome is the model's, drawn in the LLM
+        text = await self.llm.complete(self._messages(state, ROLLOUT), role="rollout")
+        try:
+            return 1.0 if parse_outcome(text) else 0.0
+        except OutputParseError:
+            self.unparseable += 1
+            return 0.0
+
+    async def complete(self, state: Steps) -> Steps:
+        """Extend a partial plan greedily with the model's first proposal until done."""
+        while not self._done(state):
+            text = await self.llm.complete(
+                self._messages(state, PROPOSE_STEPS.format(k=1)), role="planner"
+            )
+            try:
+                candidates = parse_step_candidates(text)
+            except OutputParseError:
+                self.unparseable += 1
+                candidates = []
+            if not candidates:
+                break
+            state = (*state, dumps(candidates[0]))
+        return state
+
+
+def plan_text(goal: str, state: Steps) -> str:
+    """The Plan JSON of a partial plan (its ``done`` marker dropped)."""
+    steps = [json.loads(s) for s in state]
+    return json.dumps({"goal": goal, "steps": [s for s in steps if not s.get("done")]})
+
+
+async def execute_plan_text(text: str, executor: PlanExecutor, tools: Toolbox) -> PlannerResult:
+    """Validate a searched plan like any plan and run it; a rejected plan is a plan failure."""
+    try:
+        plan = parse_plan(text, tools.names())
+    except PlanError as err:
+        executor.trace.append(
+            {"event": "plan_rejected", "reason": err.reason, "message": str(err), "t": clock.now()}
+        )
+        return executor._plan_failure(err)
+    executor._note_plan(plan, "plan")
+    return await executor.execute(plan)
+
+
+def make_executor(
+    policy: LadderPolicy, tools: Toolbox, llm: EpisodeLLM, task: TaskView
+) -> PlanExecutor:
+    return PlanExecutor(policy, tools, llm, task.goal, PlannerStats())

@@ -1,0 +1,138 @@
+"""Tree-of-Thoughts planning: candidate plans, an LLM judge, a beam; then DAG execution.
+
+Level 1 asks for ``beam_width`` candidate plans (concurrently); each deeper level asks for
+``branching`` revisions of every kept plan. A judge scores every candidate (a plan that does
+not even parse scores 0 without costing a call); the best ``beam_width`` survive each level.
+The best plan is executed with parallel layers and the replanning ladder: the seed's
+"ToT + Replan + parallel" row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from envs import clock
+from envs.tools import Toolbox
+from planners.base import Planner, PlannerResult, TaskView
+from planners.executor import LadderPolicy
+from planners.formats import RATE_PLAN, OutputParseError, parse_score
+from planners.llm.base import EpisodeLLM
+from planners.plan import PlanError, parse_plan
+from planners.prompts import plan_system
+from planners.search_support import execute_plan_text, make_executor, record_tree
+from search import beam_search_async
+
+State = tuple[int, str]  # (level, plan text); the root is (0, "")
+
+
+class _PlanTree:
+    """The ToT problem for ``search.beam_search_async``: states are candidate plans."""
+
+    def __init__(
+        self,
+        task: TaskView,
+        tools: Toolbox,
+        llm: EpisodeLLM,
+        *,
+        beam_width: int,
+        branching: int,
+        depth: int,
+    ) -> None:
+        self.task = task
+        self.llm = llm
+        self.names = tools.names()
+        self.system = plan_system(tools.catalogue())
+        self.beam_width = beam_width
+        self.branching = branching
+        self.depth = depth
+        self.scores: dict[State, float] = {}
+
+    async def _propose(self, parent: State) -> str:
+        if not parent[1]:
+            user = f"Task: {self.task.goal}"
+        else:
+            user = (
+                f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
+                "Improve this plan: fix wrong tools, missing dependencies or checks."
+            )
+        return await self.llm.complete(
+            [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
+            role="planner",
+        )
+
+    async def _judge(self, text: str) -> float:
+        try:
+            parse_plan(text, self.names)
+        except PlanError:
+            return 0.0  # an invalid plan is rejected by the validator, not by the judge
+        verdict = await self.llm.complete(
+            [
+                {"role": "system", "content": "You are a strict reviewer of agent plans."},
+                {"role": "user", "content": f"Task: {self.task.goal}\nPlan:\n{text}\n{RATE_PLAN}"},
+            ],
+            role="evaluator",
+        )
+        try:
+            return parse_score(verdict)
+        except OutputParseError:
+            return 0.0
+
+    async def initial_state(self) -> State:
+        return (0, "")
+
+    async def actions(self, state: State) -> Sequence[str]:
+        width = self.beam_width if state[0] == 0 else self.branching
+        texts = await clock.run_parallel([lambda: self._propose(state)] * width)
+        scores = await clock.run_parallel([lambda t=t: self._judge(t) for t in texts])
+        for text, score in zip(texts, scores, strict=True):
+            self.scores[(state[0] + 1, text)] = max(
+                score, self.scores.get((state[0] + 1, text), 0.0)
+            )
+        return list(dict.fromkeys(texts))
+
+    async def step(self, state: State, action: str) -> State:
+        return (state[0] + 1, action)
+
+    async def score(self, state: State) -> float:
+        return self.scores.get(state, 0.0)
+
+    async def is_terminal(self, state: State) -> bool:
+        return state[0] >= self.depth
+
+    async def reward(self, state: State) -> float:
+        return self.scores.get(state, 0.0)
+
+
+class ToTPlanner(Planner):
+    name = "tot"
+
+    def __init__(
+        self,
+        beam_width: int = 3,
+        branching: int = 2,
+        depth: int = 1,
+        parallel: bool = True,
+        max_replans: int = 3,
+        backoff_s: tuple[float, ...] = (0.5, 1.0, 2.0),
+    ) -> None:
+        if not 1 <= beam_width <= 10:
+            raise ValueError("beam_width must be between 1 and 10")
+        self.beam_width = beam_width
+        self.branching = branching
+        self.depth = depth
+        self.policy = LadderPolicy(
+            parallel=parallel, max_replans=max_replans, backoff_s=tuple(backoff_s)
+        )
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        tree = _PlanTree(
+            task, tools, llm, beam_width=self.beam_width, branching=self.branching, depth=self.depth
+        )
+        result = await beam_search_async(
+            tree, rng=task.rng("tot"), width=self.beam_width, max_depth=self.depth
+        )
+        record_tree(llm, result)
+        executor = make_executor(self.policy, tools, llm, task)
+        if result.best_state is None or not result.best_state[1]:
+            return PlannerResult(None, "plan_error", "no candidate plan", executor.stats, llm.trace)
+        return await execute_plan_text(result.best_state[1], executor, tools)

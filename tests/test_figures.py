@@ -1,0 +1,152 @@
+"""Tests for experiments.figures: files, colours, Pareto front, and byte-identical output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.figures import (
+    EXTRA_COLORS,
+    FIGURE_NAMES,
+    KNOWN_PLANNER_COLORS,
+    OKABE_ITO,
+    completion_figure,
+    failure_modes_figure,
+    latency_cdf_figure,
+    pareto_figure,
+    pareto_front,
+    planner_colors,
+    write_figures,
+)
+
+
+def make_episodes(seed: int = 3) -> pd.DataFrame:
+    """Synthetic episodes: a known and an unknown planner, two complexities, some failures."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for planner in ("react", "zeta_custom", "plan_execute"):
+        for complexity in ("complex", "simple"):
+            for i in range(6):
+                success = bool(rng.random() < 0.6)
+                rows.append(
+                    {
+                        "planner": planner,
+                        "env": "report",
+                        "complexity": complexity,
+                        "task_id": f"t{i}",
+                        "seed": 0,
+                        "trial": 0,
+                        "success": success,
+                        "progress": 1.0 if success else 0.3,
+                        "failure_mode": "none"
+                        if success
+                        else ("dead_end", "budget_exhausted", "false_success")[i % 3],
+                        "tokens_prompt": int(rng.integers(500, 5000)),
+                        "tokens_completion": 100,
+                        "tokens_total": 0,
+                        "llm_calls": 4,
+                        "tool_calls": 5,
+                        "retries": 1,
+                        "fallbacks": 0,
+                        "replans": 0,
+                        "faults_injected": i % 2,
+                        "latency_s": float(rng.lognormal(2.5, 0.5)),
+                        "cost_usd": 0.01,
+                    }
+                )
+    df = pd.DataFrame(rows)
+    df["tokens_total"] = df["tokens_prompt"] + df["tokens_completion"]
+    return df
+
+
+def test_write_figures_is_byte_identical_and_timestamp_free(tmp_path: Path) -> None:
+    """Two renders of the same records: PDF+PNG of each figure, identical bytes, no dates."""
+    df = make_episodes()
+    first = write_figures(df, tmp_path / "a", seed=0)
+    second = write_figures(df.copy(), tmp_path / "b", seed=0)
+    expected = [
+        tmp_path / "a" / "figures" / f"{n}.{e}" for n in FIGURE_NAMES for e in ("pdf", "png")
+    ]
+    assert first == expected
+    for a, b in zip(first, second, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    for pdf in [p for p in first if p.suffix == ".pdf"]:
+        data = pdf.read_bytes()
+        assert data.startswith(b"%PDF")
+        for key in (b"/CreationDate", b"/ModDate", b"/Producer", b"/Creator"):
+            assert key not in data, (pdf.name, key)
+        assert b"/Subtype /Type3" not in data  # TrueType (Type 42) fonts, as publishers want
+    for png in [p for p in first if p.suffix == ".png"]:
+        data = png.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+        assert b"tIME" not in data and b"Software" not in data
+
+
+def test_known_planners_keep_fixed_colours_and_unknown_ones_take_free_colours() -> None:
+    colors = planner_colors(["zeta", "react", "alpha", "mcts"])
+    assert colors["react"] == KNOWN_PLANNER_COLORS["react"] == OKABE_ITO[0]
+    assert colors["mcts"] == KNOWN_PLANNER_COLORS["mcts"]
+    # unknown planners: sorted by name, next free colour (Okabe-Ito is taken by known ones)
+    assert colors["alpha"] == EXTRA_COLORS[0] and colors["zeta"] == EXTRA_COLORS[1]
+    # stable: the mapping of a planner does not depend on order or on which others exist
+    assert planner_colors(["react"])["react"] == colors["react"]
+    assert planner_colors(["mcts", "zeta", "alpha"]) == {
+        "mcts": colors["mcts"],
+        "zeta": colors["zeta"],
+        "alpha": colors["alpha"],
+    }
+    assert len(set(planner_colors([*KNOWN_PLANNER_COLORS, "x", "y"]).values())) == 10
+
+
+def _legend_colors(fig: object) -> dict[str, str]:
+    from matplotlib.colors import to_hex
+
+    out = {}
+    for legend in fig.legends:  # type: ignore[attr-defined]
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+            out[text.get_text()] = to_hex(handle.get_color())
+    return out
+
+
+def test_each_planner_has_the_same_colour_in_every_figure() -> None:
+    df = make_episodes()
+    expected = planner_colors(list(dict.fromkeys(df["planner"])))
+    for build in (completion_figure, pareto_figure, latency_cdf_figure):
+        seen = _legend_colors(build(df))
+        assert {p: seen[p] for p in expected} == {p: c.lower() for p, c in expected.items()}
+    # failure bars: the strip under each bar is the planner's colour
+    fig = failure_modes_figure(df)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    from matplotlib.colors import to_hex
+
+    strips = [p for p in ax.patches if p.get_y() < 0]
+    assert [to_hex(p.get_facecolor()) for p in strips] == [expected[p].lower() for p in labels]
+
+
+def test_figures_use_paper_sizes_and_fonts() -> None:
+    df = make_episodes()
+    fig = completion_figure(df)
+    assert fig.get_figwidth() == pytest.approx(3.4)
+    sizes = {t.get_fontsize() for t in fig.axes[0].get_xticklabels()}
+    assert all(7 <= s <= 9 for s in sizes)
+    two_envs = pd.concat([df, df.assign(env="rag")], ignore_index=True)
+    assert completion_figure(two_envs).get_figwidth() == pytest.approx(7.0)
+
+
+def test_pareto_front_keeps_only_non_dominated_points() -> None:
+    points = [(100.0, 0.5), (50.0, 0.5), (200.0, 0.9), (300.0, 0.8), (60.0, 0.7), (50.0, 0.4)]
+    assert pareto_front(points) == [1, 4, 2]
+    assert pareto_front([]) == []
+
+
+def test_failure_figure_handles_runs_without_failures_and_empty_input_fails() -> None:
+    df = make_episodes().assign(success=True, failure_mode="none")
+    fig = failure_modes_figure(df)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "no failed episodes" in texts and texts.count("n=0") == 3
+    with pytest.raises(ValueError, match="no episodes"):
+        write_figures(df.iloc[0:0], Path("unused"))

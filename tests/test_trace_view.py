@@ -1,0 +1,174 @@
+"""planarena-trace on a real small run: every format renders, reproducibly, for any planner."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.trace_view import (
+    EpisodeTrace,
+    action_label,
+    assign_lanes,
+    load_trace,
+    main,
+    plan_graph,
+    render_episode,
+    search_tree,
+)
+
+BIN = Path(sys.executable).parent
+RUN_ARGS = (
+    "planner=[react,plan_execute_replan,dfs,mcts]",  # one of each kind, search ones included
+    "n_tasks=3",
+    "complexity=[simple,medium]",
+    "progress=false",
+)
+
+
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Same session-wide run as tests/test_report.py (whichever module runs first makes it)."""
+    run = tmp_path_factory.getbasetemp() / "planarena_small_run"
+    if not (run / "figures" / "failure_modes.png").exists():
+        shutil.rmtree(run, ignore_errors=True)
+        cmd = [str(BIN / "planarena"), *RUN_ARGS, f"hydra.run.dir={run}"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_run(tmp_path_factory)
+
+
+def test_png_pdf_and_html_render_reproducibly(run_dir: Path, tmp_path: Path) -> None:
+    """HTML twice (its inline PNG must match byte for byte); PNG and PDF once each."""
+    task = "report-medium-0001"
+    argv = [str(run_dir), task, "--planner", "plan_execute_replan"]
+    outputs = {"a.html": "html", "b.html": "html", "a.png": "png", "a.pdf": "pdf"}
+    for name, fmt in outputs.items():
+        assert main([*argv, "--format", fmt, "--out", str(tmp_path / name)]) == 0
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    assert (tmp_path / "a.png").read_bytes().startswith(b"\x89PNG")
+    pdf = (tmp_path / "a.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and b"/CreationDate" not in pdf
+    page = (tmp_path / "a.html").read_text(encoding="utf-8")
+    trace = load_trace(run_dir, task, planner="plan_execute_replan")
+    assert page.count('<tr class="ev">') == len(trace.events) > 0
+    png = page.split("data:image/png;base64,")[1].split('"')[0]
+    assert base64.b64decode(png).startswith(b"\x89PNG")
+    assert 'src="http' not in page and "<script" not in page  # self-contained
+
+
+def test_default_output_goes_under_the_run_dir(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(run_dir), "report-simple-0000", "--planner", "react"]) == 0
+    out = Path(capsys.readouterr().out.strip())
+    assert out == run_dir / "trace_views" / "report-simple-0000__react__trial0.png"
+    assert out.stat().st_size > 0
+
+
+def test_ambiguous_or_unknown_episodes_exit_with_the_choices(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([str(run_dir), "report-simple-0000"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--planner react" in err and "--planner mcts" in err
+    with pytest.raises(SystemExit):
+        main([str(run_dir), "no-such-task"])
+    assert "tasks include" in capsys.readouterr().err
+
+
+def test_search_planners_show_their_tree(run_dir: Path) -> None:
+    for planner in ("bfs", "dfs", "mcts", "tot"):
+        trace = load_trace(run_dir, "report-medium-0001", planner=planner)
+        tree = search_tree(trace.events)
+        assert tree is not None and tree.number_of_nodes() > 1, planner
+        fig = render_episode(trace)
+        assert len([ax for ax in fig.axes if ax.get_label() != "<colorbar>"]) == 3
+    react = load_trace(run_dir, "report-medium-0001", planner="react")
+    assert search_tree(react.events) is None
+    assert len(render_episode(react).axes) == 2
+
+
+def test_plan_graph_marks_outcomes_retries_and_replans() -> None:
+    steps = [
+        {"id": "step_1", "tool": "search_web", "depends_on": []},
+        {"id": "step_2", "tool": "parse_pdf", "depends_on": ["step_1"]},
+        {"id": "step_3", "tool": "summarize", "depends_on": ["step_2"]},
+    ]
+    events = [
+        {"event": "plan", "steps": steps, "t": 1.0},
+        {"event": "retry", "id": "step_1", "t": 2.0},
+        {"event": "step", "id": "step_1", "ok": True, "t0": 1.0, "t1": 3.0},
+        {"event": "step", "id": "step_2", "ok": False, "t0": 3.0, "t1": 4.0},
+        {
+            "event": "replan",
+            "t": 5.0,
+            "steps": [
+                {"id": "step_4", "tool": "fetch_filing", "depends_on": ["step_1"]},
+                {"id": "step_5", "tool": "summarize", "depends_on": ["step_4"]},
+            ],
+        },
+        {"event": "step", "id": "step_4", "ok": True, "t0": 5.0, "t1": 6.0},
+    ]
+    g = plan_graph(events)
+    status = {n: d["status"] for n, d in g.nodes(data=True)}
+    assert status == {
+        "step_1": "ok",
+        "step_2": "failed",
+        "step_3": "not run",
+        "step_4": "ok",
+        "step_5": "not run",
+    }
+    assert g.nodes["step_1"]["retries"] == 1 and g.nodes["step_4"]["replan"]
+    assert g.edges["step_1", "step_4"]["kind"] == "dep"
+    # the replan hangs off the step whose failure triggered it
+    assert g.edges["step_2", "step_4"]["kind"] == "replan"
+    assert ("step_2", "step_5") not in g.edges  # step_5 depends on a replanned step
+
+
+def test_overlapping_calls_get_separate_lanes() -> None:
+    assert assign_lanes([(0, 2), (2, 3), (1, 4), (1.5, 2.5), (4, 5)]) == [0, 0, 1, 2, 0]
+    assert assign_lanes([]) == []
+
+
+def test_synthetic_search_tree_event_and_action_labels() -> None:
+    nodes = [
+        {"node": 0, "parent": None, "action": None, "score": None, "visits": 9},
+        {
+            "node": 1,
+            "parent": 0,
+            "action": json.dumps({"tool": "search_web"}),
+            "score": 0.8,
+            "visits": 5,
+        },
+        {
+            "node": 2,
+            "parent": 0,
+            "action": "ReactTurn(action='parse_pdf')",
+            "score": 0.1,
+            "visits": 4,
+            "pruned": True,
+        },
+        {"node": 3, "parent": 1, "action": json.dumps({"done": True}), "score": 1.0, "visits": 5},
+    ]
+    trace = EpisodeTrace("mcts", "t-1", 0, "", [{"event": "search_tree", "nodes": nodes}], [])
+    tree = search_tree(trace.events)
+    assert tree is not None and sorted(tree.edges) == [("0", "1"), ("0", "2"), ("1", "3")]
+    assert [action_label(tree.nodes[n]["action"]) for n in "0123"] == [
+        "root",
+        "search_web",
+        "parse_pdf",
+        "done",
+    ]
+    assert action_label(json.dumps({"goal": "g", "steps": [{}, {}]})) == "plan: 2 steps"
+    assert len(render_episode(trace).axes) == 4  # plan, timeline, tree, colorbar
