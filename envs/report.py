@@ -84,12 +84,15 @@ SPECS = (
     ),
 )
 
+# Median latencies (log-normal, heavy right tail): a search API answers in a second or two;
+# downloading and parsing a 150-page annual report, or running extraction over it, takes
+# several seconds; the regulator's registry is slow.
 LATENCY = {
-    "search_web": LatencyProfile(1.2, 0.6),
-    "search_web_backup": LatencyProfile(2.0, 0.6),
-    "parse_pdf": LatencyProfile(2.5, 0.7),
-    "fetch_filing": LatencyProfile(4.0, 0.5),
-    "extract_data": LatencyProfile(1.5, 0.5),
+    "search_web": LatencyProfile(1.5, 0.6),
+    "search_web_backup": LatencyProfile(2.5, 0.6),
+    "parse_pdf": LatencyProfile(5.0, 0.7),
+    "fetch_filing": LatencyProfile(6.0, 0.5),
+    "extract_data": LatencyProfile(3.0, 0.5),
     "generate_summary": LatencyProfile(2.0, 0.4),
 }
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 
 from envs.base import Task
 from envs.faults import FaultRule
@@ -15,8 +18,6 @@ from experiments.episode import EpisodeRecord, run_episode
 from planners.base import Planner
 from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 from planners.llm.sim import SimLLM
-from planners.plan_execute import PlanExecutePlanner, PlanExecuteReplanPlanner
-from planners.react import ReActPlanner
 
 MODELS = {
     "default": ModelProfile(name="sim-large"),
@@ -24,13 +25,13 @@ MODELS = {
 }
 
 
+ALL_PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
 def make_planner(name: str, **kwargs: Any) -> Planner:
-    factories = {
-        "react": ReActPlanner,
-        "plan_execute": PlanExecutePlanner,
-        "plan_execute_replan": PlanExecuteReplanPlanner,
-    }
-    return factories[name](**kwargs)
+    """A planner built from its Hydra config (the same object a run would use)."""
+    return instantiate(OmegaConf.load(CONFIGS / "planner" / f"{name}.yaml"), **kwargs)
 
 
 def episode(

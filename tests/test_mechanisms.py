@@ -8,12 +8,12 @@ import pytest
 
 from envs.faults import FaultRule
 from planners.llm.profiles import SKILLS
-from tests.conftest import episode, tasks
+from tests.conftest import ALL_PLANNERS, episode, tasks
 
 PLANNERS = ["react", "plan_execute", "plan_execute_replan"]
 
 
-@pytest.mark.parametrize("planner", PLANNERS)
+@pytest.mark.parametrize("planner", ALL_PLANNERS)
 @pytest.mark.parametrize("complexity", ["simple", "medium", "complex"])
 def test_perfect_skill_without_faults_always_completes(planner: str, complexity: str) -> None:
     for task in tasks(complexity, n=6):

@@ -88,7 +88,7 @@ def test_ambiguous_or_unknown_episodes_exit_with_the_choices(
 
 
 def test_search_planners_show_their_tree(run_dir: Path) -> None:
-    for planner in ("bfs", "dfs", "mcts", "tot"):
+    for planner in ("dfs", "mcts"):
         trace = load_trace(run_dir, "report-medium-0001", planner=planner)
         tree = search_tree(trace.events)
         assert tree is not None and tree.number_of_nodes() > 1, planner

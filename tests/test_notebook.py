@@ -1,0 +1,51 @@
+"""experiments/notebooks/analysis.ipynb runs headlessly on a fresh small run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "experiments" / "notebooks" / "analysis.ipynb"
+BIN = Path(sys.executable).parent
+
+
+def test_analysis_notebook_executes_on_a_small_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    cmd = [
+        str(BIN / "planarena"),
+        "n_tasks=2",
+        "complexity=simple",
+        f"hydra.run.dir={run}",
+        "progress=false",
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    monkeypatch.setenv("PLANARENA_RUN", str(run))  # the kernel inherits this environment
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=120,
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+    )
+    client.execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert f"run: {run}" in text
+    tables = [o["data"]["text/plain"] for o in outputs if o.output_type == "execute_result"]
+    assert any("simple" in t and "(n=2)" in t for t in tables)  # the completion table
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1
+    # the notebook rebuilt the same numbers the run printed/wrote
+    summary_md = (run / "summary.md").read_text(encoding="utf-8")
+    cell = next(t for t in tables if "(n=2)" in t)
+    first_rate = cell.split("(n=2)")[0].split()[-3]  # e.g. '100.0%'
+    assert first_rate in summary_md

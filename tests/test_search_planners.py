@@ -1,0 +1,66 @@
+"""Search planners: mechanisms that must emerge from what they do, not from constants."""
+
+from __future__ import annotations
+
+import statistics
+
+from planners.llm.profiles import SKILLS
+from tests.conftest import episode, make_planner, tasks
+
+
+def test_topo_overlaps_independent_branches_in_simulated_time() -> None:
+    pool = tasks("complex", n=12)
+    topo = [episode("topo", t)[0].latency_s for t in pool]
+    linear = [episode("plan_execute", t)[0].latency_s for t in pool]
+    assert statistics.median(topo) <= 0.7 * statistics.median(linear)
+    # the same plan, run sequentially, loses the overlap: parallelism is the only difference
+    serial = [episode(make_planner("topo", parallel=False), t)[0].latency_s for t in pool]
+    assert serial == linear
+
+
+def test_parallel_is_an_ablation_switch_not_a_speed_constant() -> None:
+    task = tasks("complex", n=1)[0]
+    on = episode(make_planner("plan_execute_replan", parallel=True), task)[0]
+    off = episode(make_planner("plan_execute_replan", parallel=False), task)[0]
+    assert on.success and off.success and on.latency_s < off.latency_s
+    assert on.tokens_total == off.tokens_total and on.tool_calls == off.tool_calls
+
+
+def test_search_planners_record_their_tree_and_roles() -> None:
+    task = tasks("medium", n=1)[0]
+    for name, roles in {
+        "tot": {"planner", "evaluator"},
+        "bfs": {"planner", "evaluator"},
+        "dfs": {"planner", "evaluator"},
+        "mcts": {"planner", "rollout"},
+    }.items():
+        record, trace = episode(name, task)
+        tree = [e for e in trace["events"] if e["event"] == "search_tree"]
+        assert len(tree) == 1 and tree[0]["nodes"], name
+        node = tree[0]["nodes"][-1]
+        assert {"node", "parent", "action", "score", "visits"} <= set(node)
+        used = {r for r in ("planner", "evaluator", "rollout") if getattr(record, f"tokens_{r}")}
+        assert used == roles, (name, used)
+
+
+def _advantage(judge_noise: float, pool: list) -> float:
+    """ToT's completion minus ReAct's on the same trap-heavy tasks."""
+    skill = SKILLS["strong"].model_copy(update={"p_trap": 0.6, "evaluator_noise": judge_noise})
+    tot = sum(episode("tot", t, skill=skill)[0].success for t in pool)
+    react = sum(episode("react", t, skill=skill)[0].success for t in pool)
+    return (tot - react) / len(pool)
+
+
+def test_tot_advantage_grows_with_a_better_judge() -> None:
+    pool = tasks("medium", n=40, p_stale_trap=1.0)
+    sharp, blunt = _advantage(0.02, pool), _advantage(1.5, pool)
+    assert sharp > blunt + 0.1, (sharp, blunt)
+
+
+def test_mcts_rollout_optimism_lets_false_plans_through() -> None:
+    pool = tasks("medium", n=20)
+    honest = SKILLS["strong"].model_copy(update={"rollout_optimism": 0.0})
+    dreamy = SKILLS["strong"].model_copy(update={"rollout_optimism": 0.9})
+    ok_honest = sum(episode("mcts", t, skill=honest)[0].success for t in pool)
+    ok_dreamy = sum(episode("mcts", t, skill=dreamy)[0].success for t in pool)
+    assert ok_honest > ok_dreamy
