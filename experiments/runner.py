@@ -185,6 +185,11 @@ def instantiate_group(node: DictConfig | None) -> dict[str, Any]:
 def run(cfg: DictConfig, out_dir: Path) -> Path:
     """Run the configured sweep into ``out_dir``; returns the episodes file."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    parallel = OmegaConf.select(cfg, "executor.parallel")
+    if parallel is not None:  # the ablation switch: one value for every plan planner
+        for spec in cfg.planner.values():
+            if "parallel" in spec:
+                spec.parallel = bool(parallel)
     planners: dict[str, Planner] = instantiate_group(cfg.planner)
     envs: dict[str, Env] = instantiate_group(cfg.env)
     if not planners or not envs:
@@ -224,6 +229,14 @@ def app(cfg: DictConfig) -> None:
     table = finish(out_dir, int(cfg.seed), list(iter_selected(cfg.planner)))
     df_modes = _harness_errors(out_dir)
     print(f"\nCompletion rate (95% Wilson interval) — {out_dir}\n{table}")
+    if cfg.get("report_extra") == "seed_tables":
+        from experiments.records import load_records
+        from experiments.seed_tables import render
+
+        container = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(container, dict)
+        print("\n" + render(load_records(out_dir / "episodes.jsonl"), container, out_dir,
+                            seed=int(cfg.seed)))
     if df_modes:
         print(f"WARNING: {df_modes} harness_error episode(s); see traces.jsonl", file=sys.stderr)
 

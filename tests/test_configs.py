@@ -56,7 +56,7 @@ def test_every_llm_config_builds(llm: str) -> None:
 
 @pytest.mark.parametrize("experiment", options("experiment"))
 def test_every_experiment_composes(experiment: str) -> None:
-    cfg = composed(f"+experiment={experiment}")
+    cfg = composed(f"experiment={experiment}")
     assert cfg.planner and cfg.env
 
 
