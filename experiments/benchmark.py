@@ -97,7 +97,7 @@ def whole_command(sizes: list[int]) -> list[dict[str, object]]:
             wall = time.perf_counter() - start
             if status != 0:
                 raise RuntimeError(f"planarena n_tasks={n} failed with status {status}")
-            episodes = sum(1 for _ in open(Path(tmp) / "episodes.jsonl"))
+            episodes = len((Path(tmp) / "episodes.jsonl").read_text().splitlines())
         rows.append(
             {
                 "n_tasks": n,

@@ -136,6 +136,8 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
         for r in faults.get("rules", [])
     )
     tools = ", ".join(f"{k} {v.median_s:g} s" for k, v in LATENCY.items())
+    p_stale = float(cfg.get("env", {}).get("report", {}).get("p_stale_trap", 0.5))
+    n = int(df.groupby(["planner", "complexity"]).size().min())
     models = "; ".join(
         f"{role}: {m.get('name')} (TTFT {m.get('ttft_s')} s, "
         f"{m.get('s_per_output_token')} s/output token, "
