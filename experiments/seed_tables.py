@@ -62,6 +62,10 @@ def table_91(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{value:.1f} [{low:.1f}, {high:.1f}]"
+
+
 def table_92(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     medium = summary[summary.complexity == "medium"]
@@ -76,9 +80,9 @@ def table_92(summary: pd.DataFrame) -> pd.DataFrame:
                 "planner": planner,
                 "tokens": f"{c.tokens_mean:,.0f}"
                 + (f" (article {article[1]:,})" if article else ""),
-                "P50 s": f"{c.latency_p50:.1f} [{c.latency_p50_ci_low:.1f}, {c.latency_p50_ci_high:.1f}]"
+                "P50 s": _interval(c.latency_p50, c.latency_p50_ci_low, c.latency_p50_ci_high)
                 + (f" (article {article[2]})" if article else ""),
-                "P99 s": f"{c.latency_p99:.1f} [{c.latency_p99_ci_low:.1f}, {c.latency_p99_ci_high:.1f}]"
+                "P99 s": _interval(c.latency_p99, c.latency_p99_ci_low, c.latency_p99_ci_high)
                 + (f" (article {article[3]})" if article else ""),
                 "cost/task": f"${c.cost_mean:.4f}"
                 + (f" (article ${article[4]:.3f})" if article else ""),
@@ -151,9 +155,8 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
             f" (overrides: {dict(llm.get('skill_overrides') or {})}); models: {models}.",
             f"- Faults (`{faults.get('name')}`): {rules or 'none'}.",
             f"- Tool latency medians (log-normal): {tools}.",
-            f"- Env `report`, stale press release in {cfg.get('env', {}).get('report', {}).get('p_stale_trap', 0.5):.0%} of branches;"
-            f" n = {int(df.groupby(['planner', 'complexity']).size().min())} tasks per planner x complexity,"
-            f" seed {cfg.get('seed')}.",
+            f"- Env `report`, stale press release in {p_stale:.0%} of branches; n = {n} tasks"
+            f" per planner x complexity, seed {cfg.get('seed')}.",
             "- Completion: share of episodes the grader passed, with 95% Wilson intervals. P50/P99:"
             " numpy 'linear' percentiles of simulated seconds with 95% percentile-bootstrap"
             " intervals. Cost from the model profiles' price table.",
@@ -169,16 +172,16 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
         "\n\n".join(
             [
                 "# The seed article's §9 tables, measured",
-                "Each cell: our measurement [95% interval] and, in brackets, the article's illustrative"
-                " estimate. The article's numbers are not measurements; ours are, under these"
+                "Each cell: our measurement [95% interval] and, in brackets, the article's"
+                " illustrative estimate. The article's numbers are not measurements; ours are, under these"
                 " assumptions:\n\n" + assumptions(cfg, df),
                 "## 9.1 Completion rate by complexity\n\n"
                 + t91.drop(columns=["planner"]).to_markdown(index=False),
                 "## 9.2 Cost and latency on medium tasks\n\n" + t92.to_markdown(index=False),
                 "## 9.3 Failure-mode distribution (share of failed episodes)\n\n"
                 + t93.drop(columns=["key"]).to_markdown(index=False),
-                "Figures: `figures/completion_vs_complexity.*` (9.1), `figures/pareto_tokens.*` and "
-                "`figures/latency_cdf.*` (9.2), `figures/failure_modes.*` (9.3).",
+                "Figures: `figures/completion_vs_complexity.*` (9.1), `figures/pareto_tokens.*`"
+                " and `figures/latency_cdf.*` (9.2), `figures/failure_modes.*` (9.3).",
             ]
         )
         + "\n"
