@@ -173,8 +173,8 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
             [
                 "# The seed article's §9 tables, measured",
                 "Each cell: our measurement [95% interval] and, in brackets, the article's"
-                " illustrative estimate. The article's numbers are not measurements; ours are, under these"
-                " assumptions:\n\n" + assumptions(cfg, df),
+                " illustrative estimate. The article's numbers are not measurements; ours are,"
+                " under these assumptions:\n\n" + assumptions(cfg, df),
                 "## 9.1 Completion rate by complexity\n\n"
                 + t91.drop(columns=["planner"]).to_markdown(index=False),
                 "## 9.2 Cost and latency on medium tasks\n\n" + t92.to_markdown(index=False),
