@@ -63,7 +63,9 @@ class Oracle(Protocol):
 class Env(Protocol):
     name: str
 
-    def generate(self, n: int, *, seed: int, complexity: str) -> list[Task]: ...
+    def generate(
+        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+    ) -> list[Task]: ...
 
     def make_tools(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]

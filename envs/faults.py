@@ -73,6 +73,10 @@ class FaultConfig(BaseModel):
 
     name: str = "custom"
     rules: list[FaultRule] = Field(default_factory=list)
+    # share of tasks whose data does not exist (one competitor has not published): the honest
+    # answer is to report failure. Drawn per task on its own stream, so raising it changes no
+    # other property of any task.
+    unreachable_rate: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
 class FaultInjector(ToolboxWrapper):

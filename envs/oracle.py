@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# The pseudo-tool of a gold step that says: stop and report that the goal cannot be reached.
+REPORT_UNREACHABLE = "report_unreachable"
+
 
 @dataclass(frozen=True)
 class Ref:

@@ -116,6 +116,7 @@ class Branch:
     stale_revenue: str
     stale_profit: str
     stale_trap: bool  # a stale press release exists and vague queries rank it first
+    published: bool = True  # False: this year's report does not exist (the goal is unreachable)
 
     @property
     def report_url(self) -> str:
@@ -146,7 +147,14 @@ def _money(rng: Any, low: float, high: float, digits: int) -> str:
     return f"{rng.uniform(low, high):.{digits}f}"
 
 
-def generate_tasks(n: int, *, seed: int, complexity: str, p_stale_trap: float = 0.5) -> list[Task]:
+def generate_tasks(
+    n: int,
+    *,
+    seed: int,
+    complexity: str,
+    p_stale_trap: float = 0.5,
+    unreachable_rate: float = 0.0,
+) -> list[Task]:
     """``n`` seeded tasks at one complexity (simple: 1 branch, medium: 2, complex: 3-4)."""
     if complexity not in COMPLEXITIES:
         raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {complexity!r}")
@@ -171,8 +179,14 @@ def generate_tasks(n: int, *, seed: int, complexity: str, p_stale_trap: float = 
                     "stale_revenue": f"{stale_revenue:.1f}",
                     "stale_profit": f"{stale_revenue * rng.uniform(0.04, 0.3):.2f}",
                     "stale_trap": rng.random() < p_stale_trap,
+                    "published": True,
                 }
             )
+        unreachable = derive_rng(seed, "unreachable", ENV_NAME, complexity, index).random() < (
+            unreachable_rate
+        )
+        if unreachable:  # the last competitor has not published this year's report
+            branches[-1]["published"] = False
         names = ", ".join(companies[:-1]) + (" and " if k > 1 else "") + companies[-1]
         goal = (
             f"Write a short report on the FY{year} annual revenue and profit of {names}, "
@@ -185,6 +199,7 @@ def generate_tasks(n: int, *, seed: int, complexity: str, p_stale_trap: float = 
                 complexity=complexity,
                 goal=goal,
                 world={"branches": branches},
+                unreachable=unreachable,
             )
         )
     return tasks
@@ -200,9 +215,10 @@ class ReportWorld(Toolbox):
         self.urls: dict[str, tuple[Branch, bool]] = {}
         self.docs: dict[str, tuple[Branch, bool]] = {}
         for b in self.branches:
-            self.urls[b.report_url] = (b, False)
-            self.docs[b.report_doc] = (b, False)
-            self.docs[b.filing_doc] = (b, False)
+            if b.published:
+                self.urls[b.report_url] = (b, False)
+                self.docs[b.report_doc] = (b, False)
+                self.docs[b.filing_doc] = (b, False)
             if b.stale_trap:
                 self.urls[b.press_url] = (b, True)
                 self.docs[b.press_doc] = (b, True)
@@ -235,7 +251,9 @@ class ReportWorld(Toolbox):
                 "year": b.stale_year,
             }
             precise = b.year in years
-            if not b.stale_trap:
+            if not b.published:
+                results += [press] if b.stale_trap else []
+            elif not b.stale_trap:
                 results.append(report)
             elif precise:
                 results += [report, press]
@@ -274,7 +292,7 @@ class ReportWorld(Toolbox):
 
     def _fetch_filing(self, company: str, year: int) -> dict[str, Any]:
         b = self.by_company.get(company.lower())
-        if b is None or b.year != year:
+        if b is None or b.year != year or not b.published:
             raise ToolError("not_found", f"no filing for {company} FY{year}")
         return {
             "doc_id": b.filing_doc,
@@ -351,8 +369,16 @@ class ReportEnv:
     p_stale_trap: float = 0.5
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
-    def generate(self, n: int, *, seed: int, complexity: str) -> list[Task]:
-        return generate_tasks(n, seed=seed, complexity=complexity, p_stale_trap=self.p_stale_trap)
+    def generate(
+        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+    ) -> list[Task]:
+        return generate_tasks(
+            n,
+            seed=seed,
+            complexity=complexity,
+            p_stale_trap=self.p_stale_trap,
+            unreachable_rate=unreachable_rate,
+        )
 
     def make_tools(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envs.base import Task
-from envs.oracle import GoldStep, Obs, Ref
+from envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
 from envs.report import Branch, ReportWorld, fact_line, slug
 
 SEARCH_TOOLS = ("search_web", "search_web_backup")
@@ -38,6 +38,8 @@ class _BranchState:
     stale_doc: str | None = None
     data: str | None = None  # observation key of an extract of the right year
     stale_data: str | None = None
+    no_report: bool = False  # a precise search showed no report for the year
+    filing_missing: bool = False  # the registry has no filing for the year
 
 
 class ReportOracle:
@@ -70,6 +72,8 @@ class ReportOracle:
                         urls = [r.get("url") for r in o.result.get("results", [])]
                         if b.report_url in urls:
                             st.good_url = b.report_url
+                        elif str(b.year) in query:
+                            st.no_report = True
                         if urls and urls[0] == b.press_url:
                             st.stale_first = True
             elif o.tool == "parse_pdf":
@@ -87,6 +91,11 @@ class ReportOracle:
                         st.doc = o.key
             elif o.tool == "fetch_filing" and o.error is None:
                 states[o.result["company"]].doc = o.key
+            elif o.tool == "fetch_filing" and o.error == "not_found":
+                name = str(o.args.get("company", "")).lower()
+                for b in self.branches:
+                    if b.company.lower() == name and o.args.get("year") == b.year:
+                        states[b.company].filing_missing = True
             elif o.tool == "extract_data" and o.error is None:
                 doc = self.world.docs.get(str(o.args.get("doc_id")))
                 if doc is not None:
@@ -107,6 +116,11 @@ class ReportOracle:
         if self.answer(observations) is not None:
             return []
         states, _ = self._states(observations)
+        for b in self.branches:
+            st = states[b.company]
+            if st.no_report and st.filing_missing and st.data is None:
+                reason = f"{b.company} has published no FY{b.year} report or filing"
+                return [GoldStep("unreachable", REPORT_UNREACHABLE, {"reason": reason})]
         steps = self._remaining(observations, frozenset())
         first = next((b for b in self.branches if states[b.company].data is None), None)
         if first is not None and steps:
@@ -155,7 +169,7 @@ class ReportOracle:
                     )
                 steps.append(parse)
                 doc_key = parse.key
-            elif st.protected or not live_search:
+            elif st.protected or not live_search or st.no_report:
                 fetch = GoldStep(
                     f"filing:{s}",
                     "fetch_filing",

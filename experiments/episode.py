@@ -82,6 +82,8 @@ def classify(
     if grade.success:
         return "none"
     stop = result.stop
+    if task.unreachable and stop in ("reported_unreachable", "gave_up"):
+        return "correctly_reported_unreachable"  # the honest outcome, not a completion
     if stop == "reported_unreachable":
         return (
             "correctly_reported_unreachable" if task.unreachable else "gave_up_after_tool_failure"

@@ -125,10 +125,10 @@ RC: Mapping[str, Any] = {
     "font.size": 8,
     "axes.titlesize": 9,
     "axes.labelsize": 8,
-    "xtick.labelsize": 7.5,
-    "ytick.labelsize": 7.5,
-    "legend.fontsize": 7,
-    "legend.title_fontsize": 7.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.title_fontsize": 8,
     "legend.frameon": False,
     "axes.linewidth": 0.6,
     "lines.linewidth": 1.2,
@@ -207,8 +207,18 @@ def _envs(df: pd.DataFrame) -> list[str]:
     return sorted(map(str, set(df["env"])))
 
 
-def _width(n_panels: int) -> float:
-    return SINGLE_COLUMN_IN if n_panels <= 1 else DOUBLE_COLUMN_IN
+WIDE_AFTER_PLANNERS = 4
+"""More planners than this (or several env panels) get a double-column figure."""
+
+
+def _width(n_panels: int, n_planners: int = 1) -> float:
+    """Single column unless panels or legend entries would be squeezed below 8 pt legibility."""
+    wide = n_panels > 1 or n_planners > WIDE_AFTER_PLANNERS
+    return DOUBLE_COLUMN_IN if wide else SINGLE_COLUMN_IN
+
+
+def _legend_cols(width: float) -> int:
+    return 3 if width <= SINGLE_COLUMN_IN else 5
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -228,7 +238,7 @@ def _planner_legend(fig: Figure, planners: Sequence[str], colors: Mapping[str, s
     fig.legend(
         handles=handles,
         loc="outside upper center",
-        ncols=min(len(planners), 3),
+        ncols=min(len(planners), _legend_cols(fig.get_figwidth())),
         handlelength=1.5,
         columnspacing=1.0,
     )
@@ -283,7 +293,7 @@ def completion_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = new_figure(_width(len(envs)), 2.5)
+        fig = new_figure(_width(len(envs), len(planners)), 2.5)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         dodge = 0.5 / max(len(planners), 1)
         for ax, env in zip(axes, envs, strict=True):
@@ -342,7 +352,7 @@ def pareto_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = new_figure(_width(len(envs)), 2.7)
+        fig = new_figure(_width(len(envs), len(planners)), 2.7)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         levels = _ordered_complexities(list(summary["complexity"]))
         extra_markers = iter(("D", "v", "P", "X", "*", "<", ">"))
@@ -381,7 +391,12 @@ def pareto_figure(
             Line2D([], [], color="#555555", marker=markers[c], ls="", label=c) for c in levels
         ]
         handles.append(Line2D([], [], color="#999999", ls="--", lw=0.8, label="Pareto front"))
-        fig.legend(handles=handles, loc="outside upper center", ncols=3, columnspacing=1.0)
+        fig.legend(
+            handles=handles,
+            loc="outside upper center",
+            ncols=_legend_cols(fig.get_figwidth()),
+            columnspacing=1.0,
+        )
     return fig
 
 
@@ -402,7 +417,7 @@ def latency_cdf_figure(
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
         envs = _envs(df)
-        fig = new_figure(_width(len(envs)), 2.5)
+        fig = new_figure(_width(len(envs), len(planners)), 2.5)
         axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         for ax, env in zip(axes, envs, strict=True):
             for planner in planners:
@@ -442,7 +457,12 @@ def latency_cdf_figure(
             Line2D([], [], color="#555555", marker="o", ls="", label="P50"),
             Line2D([], [], color="#555555", marker="^", ls="", label="P99"),
         ]
-        fig.legend(handles=handles, loc="outside upper center", ncols=3, columnspacing=1.0)
+        fig.legend(
+            handles=handles,
+            loc="outside upper center",
+            ncols=_legend_cols(fig.get_figwidth()),
+            columnspacing=1.0,
+        )
     return fig
 
 
@@ -466,7 +486,7 @@ def failure_modes_figure(
         dist = failure_distribution(df, ("planner",), planner_order=planners)
         dist = sort_cells(dist, ["planner"], planner_order=planners)
         modes = [m for m in dist.columns[2:] if bool((dist[m].fillna(0.0) > 0).any())]
-        width = SINGLE_COLUMN_IN if len(planners) <= 6 else DOUBLE_COLUMN_IN
+        width = _width(1, len(planners))
         fig = new_figure(width, 2.6 + 0.14 * math.ceil(len(modes) / 2))
         ax = fig.subplots()
         x = np.arange(len(dist), dtype=float)
@@ -495,7 +515,7 @@ def failure_modes_figure(
         )
         for xi, n_failed in zip(x, dist["n_failed"].tolist(), strict=True):
             top = 1.0 if n_failed else 0.0
-            ax.text(xi, top + 0.02, f"n={n_failed}", ha="center", va="bottom", fontsize=6.5)
+            ax.text(xi, top + 0.02, f"n={n_failed}", ha="center", va="bottom", fontsize=7)
         if not modes:
             ax.text(0.5, 0.5, "no failed episodes", transform=ax.transAxes, ha="center")
         ax.set_xticks(x, list(dist["planner"]), rotation=30, ha="right")
@@ -513,7 +533,8 @@ def failure_modes_figure(
                 )
                 for m in modes
             ]
-            fig.legend(handles=handles, loc="outside lower center", ncols=2, columnspacing=1.0)
+            ncols = 2 if width <= SINGLE_COLUMN_IN else 3
+            fig.legend(handles=handles, loc="outside lower center", ncols=ncols, columnspacing=1.0)
     return fig
 
 

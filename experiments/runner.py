@@ -53,9 +53,15 @@ def as_list(value: Any) -> list[Any]:
 def build_jobs(cfg: DictConfig, planners: dict[str, Planner], envs: dict[str, Env]) -> list[Job]:
     jobs: list[Job] = []
     complexities = [str(c) for c in as_list(cfg.complexity)]
+    faults = FaultConfig(**OmegaConf.to_container(cfg.faults, resolve=True))  # type: ignore[arg-type]
     for env_name, env in envs.items():
         for complexity in complexities:
-            tasks = env.generate(int(cfg.n_tasks), seed=int(cfg.seed), complexity=complexity)
+            tasks = env.generate(
+                int(cfg.n_tasks),
+                seed=int(cfg.seed),
+                complexity=complexity,
+                unreachable_rate=faults.unreachable_rate,
+            )
             for planner_name in planners:
                 for task in tasks:
                     for trial in range(int(cfg.trials)):
@@ -235,8 +241,12 @@ def app(cfg: DictConfig) -> None:
 
         container = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(container, dict)
-        print("\n" + render(load_records(out_dir / "episodes.jsonl"), container, out_dir,
-                            seed=int(cfg.seed)))
+        print(
+            "\n"
+            + render(
+                load_records(out_dir / "episodes.jsonl"), container, out_dir, seed=int(cfg.seed)
+            )
+        )
     if df_modes:
         print(f"WARNING: {df_modes} harness_error episode(s); see traces.jsonl", file=sys.stderr)
 

@@ -140,7 +140,11 @@ class PlanExecutor:
         stop: StopReason = "malformed_output" if err.reason in MALFORMED_REASONS else "plan_error"
         return PlannerResult(None, stop, err.reason, self.stats, self.trace)
 
-    async def _replan(self, failed: StepOutcome, pending: list[PlanStep]) -> Plan | PlanError:
+    async def _replan(
+        self, failed: StepOutcome, pending: list[PlanStep]
+    ) -> Plan | PlanError | None:
+        """A revised remainder; a PlanError if rejected; None if the model says the goal is
+        out of reach (the replan prompt asks for a plan with no steps then)."""
         self.stats.replans += 1
         prompt = REPLAN_USER.render(
             goal=self.goal,
@@ -160,6 +164,9 @@ class PlanExecutor:
             if clash:
                 raise PlanError("duplicate_id", f"replan reuses executed step id(s) {clash}")
         except PlanError as err:
+            if err.reason == "empty_plan":
+                self.trace.append({"event": "replan_unreachable", "t": clock.now()})
+                return None
             self.trace.append(
                 {
                     "event": "replan_rejected",
@@ -339,7 +346,7 @@ class PlanExecutor:
                         new = await self._replan(failed, pending)
                     if isinstance(new, PlanError):
                         return self._plan_failure(new)
-                    if not new.steps:
+                    if new is None or not new.steps:
                         return PlannerResult(
                             None, "reported_unreachable", failed.message, self.stats, self.trace
                         )

@@ -68,8 +68,12 @@ def episode(
     )
 
 
-def tasks(complexity: str, n: int = 5, seed: int = 0, **env_kwargs: Any) -> list[Task]:
-    return ReportEnv(**env_kwargs).generate(n, seed=seed, complexity=complexity)
+def tasks(
+    complexity: str, n: int = 5, seed: int = 0, unreachable_rate: float = 0.0, **env_kwargs: Any
+) -> list[Task]:
+    return ReportEnv(**env_kwargs).generate(
+        n, seed=seed, complexity=complexity, unreachable_rate=unreachable_rate
+    )
 
 
 @pytest.fixture

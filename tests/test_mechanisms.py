@@ -123,3 +123,13 @@ def test_skill_profiles_are_ordered() -> None:
     assert SKILLS["perfect"].error_rate(10_000) == 0
     assert SKILLS["strong"].error_rate(1000) < SKILLS["weak"].error_rate(1000)
     assert SKILLS["strong"].error_rate(8000) > SKILLS["strong"].error_rate(1000)
+
+
+def test_unreachable_goal_is_reported_not_faked() -> None:
+    pool = tasks("medium", n=30, unreachable_rate=1.0)
+    assert all(t.unreachable for t in pool)
+    for planner in ("react", "plan_execute_replan", "tot", "dfs"):
+        modes = [episode(planner, t)[0].failure_mode for t in pool[:6]]
+        assert set(modes) == {"correctly_reported_unreachable"}, (planner, modes)
+    same = tasks("medium", n=30)  # the rate changes no other property of a task
+    assert [t.world["branches"][0] for t in same] == [t.world["branches"][0] for t in pool]

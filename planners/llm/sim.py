@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envs.oracle import GoldStep, Obs, Oracle, Ref, literal_args
+from envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Oracle, Ref, literal_args
 from envs.rng import derive_rng
 from planners.formats import (
     FINISH,
@@ -192,6 +192,11 @@ class SimLLM:
             ]
         g = gold[0]
         partial = {"answer": self.oracle.partial_answer(obs), "status": "success"}
+        if g.tool == REPORT_UNREACHABLE:
+            return [
+                ("right", FINISH, {"answer": "", "status": "failure"}),
+                ("early", FINISH, partial),
+            ]
         opts: list[tuple[str, str, dict[str, Any]]] = [("right", g.tool, literal_args(g.args, obs))]
         for t in ([g.trap] if g.trap else []) + ([g.trap_plan[0]] if g.trap_plan else []):
             opts.append(
@@ -215,6 +220,20 @@ class SimLLM:
             answer = {"answer": self.oracle.answer(obs) or "", "status": "success"}
             return "right", "The report is complete.", FINISH, answer
         g = gold[0]
+        if g.tool == REPORT_UNREACHABLE:
+            if rng.random() < err:  # papers over the gap with what it has
+                return (
+                    "early",
+                    "I have enough to answer.",
+                    FINISH,
+                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
+                )
+            return (
+                "right",
+                f"The goal cannot be reached: {g.args.get('reason')}.",
+                FINISH,
+                {"answer": "", "status": "failure"},
+            )
         thought = f"Next I need {g.tool} to make progress on the report."
         attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
         if attractive is not None and rng.random() < self.skill.p_trap:
@@ -286,7 +305,8 @@ class SimLLM:
         rng: random.Random,
     ) -> str:
         for kind, t, a in self._action_options(gold, obs, rng):
-            if t == tool and (a == args or t == FINISH):
+            same_finish = t == FINISH and a.get("status") == args.get("status")
+            if t == tool and (a == args or same_finish):
                 return kind
         return "invented" if tool not in self.oracle.tool_names() and tool != FINISH else "other"
 
@@ -315,6 +335,8 @@ class SimLLM:
             and (rng.random() < self.skill.p_trap)
         ):
             gold = gold[0].trap_plan
+        if gold and gold[0].tool == REPORT_UNREACHABLE:
+            gold = []  # the honest plan for an unreachable goal: no steps
         used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
         first = max(used, default=0) + 1
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
