@@ -13,7 +13,6 @@ Wall-clock numbers depend on the machine; run it on the machine you report.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import subprocess
 import sys
@@ -26,9 +25,8 @@ from omegaconf import OmegaConf
 
 from envs.faults import FaultConfig
 from envs.report import ReportEnv
-from experiments.episode import run_episode
+from experiments.episode import simulate
 from planners.llm.profiles import SKILLS, ModelProfile
-from planners.llm.sim import SimLLM
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
@@ -48,22 +46,15 @@ def per_planner(n: int, seed: int) -> list[dict[str, object]]:
             tokens = 0
             start = time.perf_counter()
             for task in tasks:
-                backend = SimLLM(
-                    SKILLS["strong"], env.oracle(task), seed_keys=(seed, task.task_id, name)
-                )
-                record, _ = asyncio.run(
-                    run_episode(
-                        planner_name=name,
-                        planner=planner,
-                        env=env,
-                        task=task,
-                        backend=backend,
-                        llm_label="sim:strong",
-                        models=models,
-                        rules=rules,
-                        seed=seed,
-                        trial=0,
-                    )
+                record, _ = simulate(
+                    name,
+                    planner,
+                    env,
+                    task,
+                    skill=SKILLS["strong"],
+                    rules=rules,
+                    models=models,
+                    seed=seed,
                 )
                 tokens += record.tokens_total
             wall = time.perf_counter() - start

@@ -18,22 +18,11 @@ from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
 from envs.rng import derive_seed
 from envs.tools import ToolCallRecord
+from experiments.metrics import FAILURE_MODES  # noqa: F401 - re-exported, one canonical list
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import ROLES, EpisodeLLM, LLMBackend
 from planners.llm.profiles import ModelProfile
 
-FAILURE_MODES = (
-    "dead_end",
-    "gave_up_after_tool_failure",
-    "precondition_unverified",
-    "plan_logic_error",
-    "hallucinated_tool_call",
-    "malformed_output",
-    "budget_exhausted",
-    "false_success",
-    "harness_error",
-    "correctly_reported_unreachable",
-)
 _PREMISE_ERRORS = frozenset({"not_found", "bad_args"})
 _HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
 
@@ -48,6 +37,7 @@ class EpisodeRecord(BaseModel):
     seed: int
     trial: int
     llm: str
+    faults: str
     success: bool
     progress: float
     failure_mode: str
@@ -120,6 +110,7 @@ async def run_episode(
     task: Task,
     backend: LLMBackend,
     llm_label: str,
+    faults_label: str = "custom",
     models: Mapping[str, ModelProfile],
     rules: Sequence[FaultRule],
     seed: int,
@@ -157,6 +148,7 @@ async def run_episode(
         seed=seed,
         trial=trial,
         llm=llm_label,
+        faults=faults_label,
         success=grade.success,
         progress=round(grade.progress, 6),
         failure_mode=mode,
@@ -199,3 +191,51 @@ async def run_episode(
         ],
     }
     return record, trace_doc
+
+
+def simulate(
+    planner_name: str,
+    planner: Planner,
+    env: Env,
+    task: Task,
+    *,
+    skill: Any,
+    rules: Sequence[FaultRule] = (),
+    models: Mapping[str, ModelProfile] | None = None,
+    seed: int = 0,
+    trial: int = 0,
+    faults_label: str = "custom",
+) -> tuple[EpisodeRecord, dict[str, Any]]:
+    """One episode with the simulated LLM, synchronously (tests, notebooks, benchmarks).
+
+    With the default model profiles (those of ``configs/llm/sim.yaml``) and the same seed and
+    faults, the record equals the one ``planarena`` writes for this episode (``wall_s`` aside).
+    """
+    import asyncio
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from experiments.llm_factory import model_profiles
+    from planners.llm.sim import SimLLM
+
+    if models is None:
+        sim_cfg = Path(__file__).resolve().parents[1] / "configs" / "llm" / "sim.yaml"
+        models = model_profiles(OmegaConf.to_container(OmegaConf.load(sim_cfg)))  # type: ignore[arg-type]
+    keys = (seed, task.env, task.task_id, trial, planner_name)
+    backend = SimLLM(skill, env.oracle(task), seed_keys=keys)
+    return asyncio.run(
+        run_episode(
+            planner_name=planner_name,
+            planner=planner,
+            env=env,
+            task=task,
+            backend=backend,
+            llm_label=f"sim:{getattr(skill, 'name', 'custom')}",
+            models=models,
+            rules=list(rules),
+            seed=seed,
+            trial=trial,
+            faults_label=faults_label,
+        )
+    )

@@ -35,5 +35,10 @@ def load(path_or_glob: str | Path) -> pd.DataFrame:
     for f in files:
         frame = load_records(f)
         frame["run_dir"] = str(f.parent)
+        overrides = f.parent / ".hydra" / "overrides.yaml"
+        if overrides.exists():  # the command-line overrides that made this run, as a column
+            import yaml
+
+            frame["overrides"] = " ".join(map(str, yaml.safe_load(overrides.read_text()) or []))
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)

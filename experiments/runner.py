@@ -163,6 +163,7 @@ async def run_jobs(
                 task=job.task,
                 backend=backend,
                 llm_label=label,
+                faults_label=faults.name,
                 models=models,
                 rules=faults.rules,
                 seed=int(cfg.seed),

@@ -153,7 +153,8 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
         [
             f"- LLM: simulated, skill profile `{llm.get('skill')}`"
             f" (overrides: {dict(llm.get('skill_overrides') or {})}); models: {models}.",
-            f"- Faults (`{faults.get('name')}`): {rules or 'none'}.",
+            f"- Faults (`{faults.get('name')}`): {rules or 'none'}; unreachable goals (data"
+            f" not published) in {float(faults.get('unreachable_rate', 0)):.0%} of tasks.",
             f"- Tool latency medians (log-normal): {tools}.",
             f"- Env `report`, stale press release in {p_stale:.0%} of branches; n = {n} tasks"
             f" per planner x complexity, seed {cfg.get('seed')}.",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,9 @@ from omegaconf import OmegaConf
 from envs.base import Task
 from envs.faults import FaultRule
 from envs.report import ReportEnv
-from experiments.episode import EpisodeRecord, run_episode
+from experiments.episode import EpisodeRecord, simulate
 from planners.base import Planner
 from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
-from planners.llm.sim import SimLLM
 
 MODELS = {
     "default": ModelProfile(name="sim-large"),
@@ -51,20 +49,8 @@ def episode(
     else:
         name = planner.name
     profile = SKILLS[skill] if isinstance(skill, str) else skill
-    backend = SimLLM(profile, env.oracle(task), seed_keys=(seed, task.task_id, trial, name))
-    return asyncio.run(
-        run_episode(
-            planner_name=name,
-            planner=planner,
-            env=env,
-            task=task,
-            backend=backend,
-            llm_label="sim",
-            models=MODELS,
-            rules=list(rules),
-            seed=seed,
-            trial=trial,
-        )
+    return simulate(
+        name, planner, env, task, skill=profile, rules=rules, models=MODELS, seed=seed, trial=trial
     )
 
 

@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
 from envs.tools import Toolbox
+from experiments.metrics import FAILURE_MODES
 from experiments.runner import finish, run
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import EpisodeLLM
@@ -39,19 +40,7 @@ REQUIRED = [
     "latency_s",
     "cost_usd",
 ]
-MODES = {
-    "none",
-    "dead_end",
-    "gave_up_after_tool_failure",
-    "precondition_unverified",
-    "plan_logic_error",
-    "hallucinated_tool_call",
-    "malformed_output",
-    "budget_exhausted",
-    "false_success",
-    "harness_error",
-    "correctly_reported_unreachable",
-}
+MODES = {"none", *FAILURE_MODES}
 
 
 def cli(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
@@ -163,3 +152,33 @@ def test_resume_skips_done_episodes_and_survives_a_torn_line(tmp_path: Path) -> 
     strip = [{k: v for k, v in json.loads(x).items() if k != "wall_s"} for x in again]
     want = [{k: v for k, v in json.loads(x).items() if k != "wall_s"} for x in full]
     assert strip == want
+
+
+def test_simulate_reproduces_the_cli_record(tmp_path: Path) -> None:
+    from envs.faults import FaultConfig
+    from envs.report import ReportEnv
+    from experiments.episode import simulate
+    from planners.llm.profiles import SKILLS
+    from tests.conftest import make_planner
+
+    cli(tmp_path, "planner=tot", "complexity=medium", "n_tasks=2", "seed=9")
+    want = records(tmp_path)
+    rules = FaultConfig(
+        **OmegaConf.to_container(OmegaConf.load(CONFIGS / "faults" / "default.yaml"))
+    ).rules
+    env = ReportEnv()
+    tasks = env.generate(2, seed=9, complexity="medium", unreachable_rate=0.05)
+    got = []
+    for task in tasks:
+        record, _ = simulate(
+            "tot",
+            make_planner("tot"),
+            env,
+            task,
+            skill=SKILLS["strong"],
+            rules=rules,
+            seed=9,
+            faults_label="default",
+        )
+        got.append(record.model_dump(exclude={"wall_s"}))
+    assert got == want
