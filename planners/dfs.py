@@ -11,7 +11,7 @@ context ("do not repeat"), so alternatives can route around a broken source. The
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from envs.tools import Toolbox, ToolError
 from planners.base import Planner, PlannerResult, PlannerStats, TaskView
@@ -39,7 +39,12 @@ class _Node:
     path: tuple[tuple[str, str], ...]
     action: ReactTurn | None
     observation: str | None = None
-    children_scores: dict[int, float] = field(default_factory=dict)
+    rethinks: int = 0  # how many times candidates were proposed afresh at this point
+
+
+# A pseudo-action: "propose again here, now that the earlier candidates failed" (DFSDT's
+# diversity step). It is visited after every real candidate of its node.
+RETHINK = ReactTurn("", "__rethink__", {})
 
 
 class _ExecutionTree:
@@ -51,8 +56,12 @@ class _ExecutionTree:
         stats: PlannerStats,
         branching: int,
         accept: float,
+        prune_below: float,
+        max_rethinks: int,
     ) -> None:
         self.accept = accept
+        self.accept_floor = prune_below
+        self.max_rethinks = max_rethinks
         self.task = task
         self.tools = tools
         self.llm = llm
@@ -111,7 +120,7 @@ class _ExecutionTree:
             return []  # an answer the judge found wanting: a dead leaf, go back
         if not await self._execute(node):
             return []
-        messages = self._messages(node.path)
+        messages = self._messages(node.path)  # failed attempts so far are in the context
         text = await self.llm.complete(
             [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
             role="planner",
@@ -126,9 +135,15 @@ class _ExecutionTree:
         )
         for c, s in zip(candidates, parse_scores(verdict, len(candidates)), strict=True):
             self.scores[id(c)] = s
+        if node.rethinks < self.max_rethinks:
+            return [*candidates, RETHINK]
         return candidates
 
     async def step(self, node: _Node, action: ReactTurn) -> _Node:
+        if action is RETHINK:
+            child = _Node(node.path, None, rethinks=node.rethinks + 1)
+            self.scores[id(child)] = self.accept_floor
+            return child
         child = _Node(node.path, action)
         self.scores[id(child)] = self.scores.get(id(action), 0.0)
         return child
@@ -161,8 +176,10 @@ class DFSPlanner(Planner):
         max_nodes: int = 40,
         max_depth: int = 30,
         accept: float = 0.7,
+        max_rethinks: int = 2,
     ) -> None:
         self.accept = accept
+        self.max_rethinks = max_rethinks
         self.branching = branching
         self.prune_below = prune_below
         self.max_nodes = max_nodes
@@ -170,7 +187,16 @@ class DFSPlanner(Planner):
 
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         stats = PlannerStats()
-        tree = _ExecutionTree(task, tools, llm, stats, self.branching, self.accept)
+        tree = _ExecutionTree(
+            task,
+            tools,
+            llm,
+            stats,
+            self.branching,
+            self.accept,
+            self.prune_below,
+            self.max_rethinks,
+        )
         result = await dfs_async(
             tree,
             rng=task.rng("dfs"),

@@ -122,8 +122,11 @@ class PartialPlanProblem:
         return self.scores.get(state, 0.5)
 
     async def is_terminal(self, state: Steps) -> bool:
-        """A complete plan counts as a solution only if it is judged acceptable (or, without
-        a judge, imagined to succeed)."""
+        """With a judge, a complete plan is a solution if judged at least ``accept``. Without
+        one (MCTS) a complete plan stays a leaf valued by fresh rollouts on every visit, so
+        one lucky imagined success does not fix its value for good."""
+        if not self.judge:
+            return False
         return self._done(state) and await self.reward(state) >= self.accept
 
     async def reward(self, state: Steps) -> float:
@@ -141,19 +144,31 @@ class PartialPlanProblem:
             return 0.0
 
     async def complete(self, state: Steps) -> Steps:
-        """Extend a partial plan greedily with the model's first proposal until done."""
+        """Extend a partial plan with the model's proposals until it is complete.
+
+        Proposals are taken in the model's order; a "plan complete" proposal is accepted only
+        if an imagined rollout says the plan would work (optimistic models accept too early).
+        """
         while not self._done(state):
             text = await self.llm.complete(
-                self._messages(state, PROPOSE_STEPS.format(k=1)), role="planner"
+                self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
             )
             try:
-                candidates = parse_step_candidates(text)
+                candidates = [dumps(c) for c in parse_step_candidates(text)]
             except OutputParseError:
                 self.unparseable += 1
                 candidates = []
-            if not candidates:
+            chosen = None
+            for candidate in candidates:
+                if json.loads(candidate).get("done") is True and not await self.rollout(
+                    (*state, candidate), random.Random(0)
+                ):
+                    continue
+                chosen = candidate
                 break
-            state = (*state, dumps(candidates[0]))
+            if chosen is None:
+                break
+            state = (*state, chosen)
         return state
 
 
