@@ -14,7 +14,7 @@ def skill_profile(cfg: Mapping[str, Any]) -> SkillProfile:
     name = str(cfg.get("skill", "strong"))
     if name not in SKILLS:
         raise ValueError(f"unknown llm.skill {name!r}; choose one of {sorted(SKILLS)}")
-    overrides = dict(cfg.get("skill_overrides") or {})
+    overrides = {k: v for k, v in dict(cfg.get("skill_overrides") or {}).items() if v is not None}
     return SKILLS[name].model_copy(update=overrides) if overrides else SKILLS[name]
 
 

@@ -152,7 +152,7 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
     return "\n".join(
         [
             f"- LLM: simulated, skill profile `{llm.get('skill')}`"
-            f" (overrides: {dict(llm.get('skill_overrides') or {})}); models: {models}.",
+            f" (overrides: {{k: v for k, v in (llm.get('skill_overrides') or {}).items() if v is not None}}); models: {models}.",
             f"- Faults (`{faults.get('name')}`): {rules or 'none'}; unreachable goals (data"
             f" not published) in {float(faults.get('unreachable_rate', 0)):.0%} of tasks.",
             f"- Tool latency medians (log-normal): {tools}.",

@@ -81,3 +81,13 @@ def test_readme_overrides() -> None:
     assert list(cfg.planner) == ["react", "plan_execute"]
     assert cfg.complexity == "complex" and cfg.faults.rules == [] and cfg.seed == 5
     assert skill_profile(OmegaConf.to_container(cfg.llm)).p_correct == 1.0
+
+
+def test_every_skill_field_can_be_overridden_from_the_command_line() -> None:
+    from planners.llm.profiles import SkillProfile
+
+    cfg = composed("llm.skill_overrides.p_trap=0.4")
+    fields = set(SkillProfile.model_fields) - {"name"}
+    assert set(cfg.llm.skill_overrides) == fields
+    profile = skill_profile(OmegaConf.to_container(cfg.llm))
+    assert profile.p_trap == 0.4 and profile.p_correct == 0.97
