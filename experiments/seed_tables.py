@@ -140,6 +140,7 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
         for r in faults.get("rules", [])
     )
     tools = ", ".join(f"{k} {v.median_s:g} s" for k, v in LATENCY.items())
+    overrides = {k: v for k, v in (llm.get("skill_overrides") or {}).items() if v is not None}
     p_stale = float(cfg.get("env", {}).get("report", {}).get("p_stale_trap", 0.5))
     n = int(df.groupby(["planner", "complexity"]).size().min())
     models = "; ".join(
@@ -152,7 +153,7 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
     return "\n".join(
         [
             f"- LLM: simulated, skill profile `{llm.get('skill')}`"
-            f" (overrides: {{k: v for k, v in (llm.get('skill_overrides') or {}).items() if v is not None}}); models: {models}.",
+            f" (overrides: {overrides}); models: {models}.",
             f"- Faults (`{faults.get('name')}`): {rules or 'none'}; unreachable goals (data"
             f" not published) in {float(faults.get('unreachable_rate', 0)):.0%} of tasks.",
             f"- Tool latency medians (log-normal): {tools}.",
