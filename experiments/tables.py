@@ -14,6 +14,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from experiments.metrics import (
+    COMPLEXITY_ORDER,
     PERCENTILE_METHOD,
     failure_distribution,
     sort_cells,
@@ -163,6 +164,61 @@ def method_text(*, seed: int, n_boot: int, n_episodes: int) -> str:
     )
 
 
+def paired_table(
+    df: pd.DataFrame, *, seed: int, planner_order: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Each planner against the first one, on the same tasks: the difference in completion
+    (percentage points) with a paired-bootstrap 95% interval, per complexity and overall."""
+    from experiments.metrics import paired_difference
+
+    planners = list(planner_order or []) or list(dict.fromkeys(df["planner"]))
+    planners = [p for p in planners if p in set(df["planner"])]
+    if len(planners) < 2:
+        return pd.DataFrame()
+    reference = planners[0]
+    rows = []
+    for other in planners[1:]:
+        for complexity in [*COMPLEXITY_ORDER, "all"]:
+            part = df if complexity == "all" else df[df["complexity"] == complexity]
+            if part.empty:
+                continue
+            d = paired_difference(part, other, reference, seed=seed, n_boot=1000)
+            if d["n_pairs"] == 0:
+                continue
+            rows.append(
+                {
+                    "planner": other,
+                    "vs": reference,
+                    "complexity": complexity,
+                    "n_pairs": d["n_pairs"],
+                    "difference_pp": f"{100 * d['mean_diff']:+.1f} "
+                    f"[{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def pass_k_table(df: pd.DataFrame) -> pd.DataFrame:
+    """pass@k and pass^k (tau-bench) for k = 1 .. trials, when tasks ran several trials."""
+    from experiments.metrics import pass_at_k, pass_hat_k
+
+    trials = int(df.groupby(["planner", "env", "complexity", "task_id"]).size().max())
+    if trials < 2:
+        return pd.DataFrame()
+    frames = []
+    for k in sorted({1, 2, trials}):
+        at = pass_at_k(df, k)
+        hat = pass_hat_k(df, k)
+        merged = at.merge(
+            hat[["planner", "env", "complexity", "pass_hat_k"]], on=["planner", "env", "complexity"]
+        )
+        frames.append(merged)
+    out = pd.concat(frames, ignore_index=True)
+    out["pass_at_k"] = out["pass_at_k"].map(lambda v: f"{100 * v:.1f}%")
+    out["pass_hat_k"] = out["pass_hat_k"].map(lambda v: f"{100 * v:.1f}%")
+    return out[["planner", "env", "complexity", "k", "n_tasks", "pass_at_k", "pass_hat_k"]]
+
+
 def write_summaries(
     df: pd.DataFrame,
     out_dir: Path,
@@ -186,6 +242,8 @@ def write_summaries(
     cost = cost_latency_table(summary)
     fail = failure_table(failures)
     method = method_text(seed=seed, n_boot=n_boot, n_episodes=len(df))
+    paired = paired_table(df, seed=seed, planner_order=planner_order)
+    passk = pass_k_table(df)
 
     md = "\n".join(
         [
@@ -207,6 +265,17 @@ def write_summaries(
             "",
             _markdown(fail),
             "",
+            *_optional_section(
+                "Paired comparisons",
+                "Completion difference against the first planner on the same tasks, in "
+                "percentage points [paired bootstrap 95% CI].",
+                paired,
+            ),
+            *_optional_section(
+                "pass@k and pass^k",
+                "tau-bench's estimators over the trials of each task.",
+                passk,
+            ),
             "## Method",
             "",
             method,
@@ -239,6 +308,12 @@ def write_summaries(
     _write_text(out_dir / "summary.md", md)
     _write_text(out_dir / "summary.tex", tex)
     return summary
+
+
+def _optional_section(title: str, note: str, table: pd.DataFrame) -> list[str]:
+    if table.empty:
+        return []
+    return [f"## {title}", "", note, "", _markdown(table), ""]
 
 
 def _write_text(path: Path, text: str) -> None:

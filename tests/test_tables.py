@@ -137,3 +137,24 @@ def test_format_completion_table_is_github_style() -> None:
     assert lines[0].startswith("|") and "simple" in lines[0]
     assert set(lines[1]) <= set("|-: ")
     assert len(lines) == 4
+
+
+def test_summary_has_paired_and_pass_k_sections(tmp_path: Path) -> None:
+    from experiments.tables import paired_table, pass_k_table
+
+    df = make_episodes()
+    write_summaries(df, tmp_path)
+    md = (tmp_path / "summary.md").read_text()
+    assert "## Paired comparisons" in md and "## pass@k and pass^k" in md
+    paired = paired_table(df, seed=0)
+    assert set(paired["vs"]) == {"tree_search"} and set(paired["planner"]) == {"react"}
+    overall = paired[paired.complexity == "all"].iloc[0]
+    a = df[df.planner == "react"].sort_values(["complexity", "task_id", "trial"]).success
+    b = df[df.planner == "tree_search"].sort_values(["complexity", "task_id", "trial"]).success
+    want = 100 * (a.to_numpy().astype(float) - b.to_numpy().astype(float)).mean()
+    assert overall.difference_pp.startswith(f"{want:+.1f}")
+    assert overall.n_pairs == 24
+    passk = pass_k_table(df)
+    assert sorted(set(passk["k"])) == [1, 2]
+    single = df[df.trial == 0]
+    assert pass_k_table(single).empty  # one trial: no pass@k section
