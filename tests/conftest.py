@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,3 +68,23 @@ def tasks(
 @pytest.fixture
 def run_episode_fn():  # noqa: ANN201 - fixture returning the helper
     return episode
+
+
+BIN = Path(sys.executable).parent
+SMALL_RUN_ARGS = (
+    "planner=[react,plan_execute_replan,dfs,mcts]",  # one of each kind, search ones included
+    "n_tasks=3",
+    "complexity=[simple,medium]",
+    "progress=false",
+)
+
+
+@pytest.fixture(scope="session")
+def small_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real ``planarena`` run shared by the report, trace-view and notebook tests."""
+    run = tmp_path_factory.getbasetemp() / "planarena_small_run"
+    if not (run / "figures" / "failure_modes.png").exists():
+        shutil.rmtree(run, ignore_errors=True)
+        cmd = [str(BIN / "planarena"), *SMALL_RUN_ARGS, f"hydra.run.dir={run}"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return run

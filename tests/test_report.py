@@ -7,8 +7,6 @@ through a fixed dir under pytest's basetemp, since each one costs a few seconds)
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,28 +17,12 @@ import pytest
 from experiments.report import duplicate_episodes, load_runs, main, resolve_seed
 
 BIN = Path(sys.executable).parent
-RUN_ARGS = (
-    "planner=[react,plan_execute_replan,dfs,mcts]",  # one of each kind, search ones included
-    "n_tasks=3",
-    "complexity=[simple,medium]",
-    "progress=false",
-)
 OUTPUTS = ("summary.csv", "summary.md", "summary.tex")
 
 
-def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``planarena`` with :data:`RUN_ARGS` once per session (4 planners x 2 complexities)."""
-    run = tmp_path_factory.getbasetemp() / "planarena_small_run"
-    if not (run / "figures" / "failure_modes.png").exists():
-        shutil.rmtree(run, ignore_errors=True)
-        cmd = [str(BIN / "planarena"), *RUN_ARGS, f"hydra.run.dir={run}"]
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
-    return run
-
-
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory)
+def run_dir(small_run_dir: Path) -> Path:
+    return small_run_dir
 
 
 def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,28 +19,10 @@ from experiments.trace_view import (
     search_tree,
 )
 
-BIN = Path(sys.executable).parent
-RUN_ARGS = (
-    "planner=[react,plan_execute_replan,dfs,mcts]",  # one of each kind, search ones included
-    "n_tasks=3",
-    "complexity=[simple,medium]",
-    "progress=false",
-)
-
-
-def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Same session-wide run as tests/test_report.py (whichever module runs first makes it)."""
-    run = tmp_path_factory.getbasetemp() / "planarena_small_run"
-    if not (run / "figures" / "failure_modes.png").exists():
-        shutil.rmtree(run, ignore_errors=True)
-        cmd = [str(BIN / "planarena"), *RUN_ARGS, f"hydra.run.dir={run}"]
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
-    return run
-
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_run(tmp_path_factory)
+def run_dir(small_run_dir: Path) -> Path:
+    return small_run_dir
 
 
 def test_png_pdf_and_html_render_reproducibly(run_dir: Path, tmp_path: Path) -> None:
