@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +43,13 @@ class BackendFactory:
         self._shared: LLMBackend | None = None
         if self.kind not in ("sim", "openai"):
             raise ValueError(f"unknown llm.backend {self.kind!r}; choose sim or openai")
+        if self.kind == "openai" and not self.cfg.get("base_url"):
+            variable = str(self.cfg.get("api_key_env", "OPENAI_API_KEY"))
+            if not os.environ.get(variable):  # fail at the start, not once per episode
+                raise ValueError(
+                    f"llm=openai needs an API key in the environment variable {variable} "
+                    "(or llm.base_url for a local server)"
+                )
 
     def for_episode(self, env: Env, task: Task, seed_keys: tuple[object, ...]) -> LLMBackend:
         if self.kind == "sim":
@@ -61,5 +69,6 @@ class BackendFactory:
                 temperature=float(c.get("temperature", 0.0)),
                 max_tokens=int(c.get("max_tokens", 1500)),
                 cache_dir=c.get("cache_dir"),
+                timeout_s=float(c.get("timeout_s", 120.0)),
             )
         return self._shared

@@ -46,7 +46,8 @@ def test_every_faults_config_validates(faults: str) -> None:
 
 
 @pytest.mark.parametrize("llm", options("llm"))
-def test_every_llm_config_builds(llm: str) -> None:
+def test_every_llm_config_builds(llm: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # a real backend checks for its key
     cfg = OmegaConf.to_container(composed(f"llm={llm}").llm, resolve=True)
     assert isinstance(cfg, dict)
     assert model_profiles(cfg)["default"].name

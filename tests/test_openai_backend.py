@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMPT_TOKENS = 4321  # the fake API's usage numbers: no tiktoken count of these prompts
 COMPLETION_TOKENS = 87
 SLOW_MARKER = "[slow]"  # a user message containing this is answered after SLOW_S
-SLOW_S = 0.2
+SLOW_S = 0.1
 SEARCH_TURN = (
     "Thought: I should search for the report.\n"
     "Action: search_web\n"
@@ -126,7 +126,7 @@ class FakeHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     srv = FakeOpenAI()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield srv
@@ -275,13 +275,19 @@ def cli(run_dir: Path, cache: Path, url: str, secret: str) -> None:
     assert "harness_error" not in out.stderr
 
 
+def read_records(run_dir: Path, drop: str = "") -> list[dict[str, Any]]:
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(x).items() if k != drop} for x in lines]
+
+
+@pytest.mark.slow  # ~11 s: two CLI runs, each rendering figures
 def test_cli_end_to_end_keeps_the_key_out_of_every_file_and_a_rerun_is_free(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
     secret = "sk-secret-" + "5" * 24
     cache = tmp_path / "cache"
     cli(tmp_path / "run1", cache, server.url, secret)
-    rows = [json.loads(x) for x in (tmp_path / "run1" / "episodes.jsonl").read_text().splitlines()]
+    rows = read_records(tmp_path / "run1")
     assert len(rows) == 2
     for r in rows:
         assert r["llm"] == "openai:fake" and r["planner"] == "react"
@@ -302,10 +308,23 @@ def test_cli_end_to_end_keeps_the_key_out_of_every_file_and_a_rerun_is_free(
 
     cli(tmp_path / "run2", cache, server.url, secret)
     assert server.requests == 4  # every call answered from the cache
-    again = [
-        json.loads(x) for x in (tmp_path / "run2" / "episodes.jsonl").read_text().splitlines()
+    # same records (the cache also keeps the measured LLM time, so latency_s matches too)
+    assert read_records(tmp_path / "run2", drop="wall_s") == [
+        {k: v for k, v in r.items() if k != "wall_s"} for r in rows
     ]
-    strip = ("wall_s",)
-    assert [{k: v for k, v in r.items() if k not in strip} for r in again] == [
-        {k: v for k, v in r.items() if k not in strip} for r in rows
-    ]
+
+
+def test_a_missing_key_stops_the_run_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.llm_factory import BackendFactory
+
+    monkeypatch.delenv("PLANARENA_ABSENT_KEY", raising=False)
+    with pytest.raises(ValueError, match="PLANARENA_ABSENT_KEY"):
+        BackendFactory({"backend": "openai", "model": "m", "api_key_env": "PLANARENA_ABSENT_KEY"})
+    BackendFactory(
+        {
+            "backend": "openai",
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key_env": "PLANARENA_ABSENT_KEY",
+        }
+    )  # a local server needs no key
