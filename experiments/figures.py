@@ -391,12 +391,7 @@ def pareto_figure(
             Line2D([], [], color="#555555", marker=markers[c], ls="", label=c) for c in levels
         ]
         handles.append(Line2D([], [], color="#999999", ls="--", lw=0.8, label="Pareto front"))
-        fig.legend(
-            handles=handles,
-            loc="outside upper center",
-            ncols=_legend_cols(fig.get_figwidth()),
-            columnspacing=1.0,
-        )
+        _top_legend(fig, handles)
     return fig
 
 
@@ -457,13 +452,18 @@ def latency_cdf_figure(
             Line2D([], [], color="#555555", marker="o", ls="", label="P50"),
             Line2D([], [], color="#555555", marker="^", ls="", label="P99"),
         ]
-        fig.legend(
-            handles=handles,
-            loc="outside upper center",
-            ncols=_legend_cols(fig.get_figwidth()),
-            columnspacing=1.0,
-        )
+        _top_legend(fig, handles)
     return fig
+
+
+def _top_legend(fig: Figure, handles: list[Any]) -> None:
+    """The shared legend above the axes, as wide as the figure allows."""
+    fig.legend(
+        handles=handles,
+        loc="outside upper center",
+        ncols=_legend_cols(fig.get_figwidth()),
+        columnspacing=1.0,
+    )
 
 
 def failure_modes_figure(
