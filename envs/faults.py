@@ -3,7 +3,8 @@
 Each rule names a fault kind, the tools it applies to, a rate and a *scope* that says what one
 draw covers:
 
-- ``call``: every call draws afresh (transient 503, 429 with retry-after, timeouts); a burst
+- ``call``: every call draws afresh (transient 503, 429 with retry-after, timeouts, and
+  "200 but wrong" results, which return normally with a needed field null); a burst
   cap bounds how many consecutive calls with the same args can fail, as real outages end;
 - ``episode``: one draw per tool per episode (an invalid API key stays invalid);
 - ``args``: one draw per argument value, shared by all the rule's tools (a query that finds
@@ -33,6 +34,7 @@ _MESSAGES = {
     "invalid_api_key": "401 invalid API key",
     "empty_result": "200 OK but no results for these arguments",
     "password_protected": "document is password-protected",
+    "wrong_result": "200 OK, but the payload lacks what was asked for",
 }
 
 
@@ -48,6 +50,7 @@ class FaultRule(BaseModel):
         "invalid_api_key",
         "empty_result",
         "password_protected",
+        "wrong_result",
     ]
     tools: list[str]
     rate: float = Field(ge=0.0, le=1.0)
@@ -57,6 +60,9 @@ class FaultRule(BaseModel):
     retry_after_s: float | None = None  # rate_limit_429: what the server asks for
     args_key: list[str] | None = None  # scope=args: which args identify the thing (default all)
     match: dict[str, str] | None = None  # only calls whose args[k] contains the text v
+    corrupt_fields: list[str] = Field(default_factory=lambda: ["revenue"])  # wrong_result:
+    # fields of a successful result returned as null ("200 but wrong": only a post-condition
+    # catches it)
 
     def applies(self, tool: str, args: Mapping[str, Any]) -> bool:
         if tool not in self.tools or self.rate <= 0.0:
@@ -116,6 +122,13 @@ class FaultInjector(ToolboxWrapper):
                 draw = uniform01(*self.seed_keys, "fault", index, rule.kind, name, key, attempt)
                 hit = streak < rule.max_consecutive and draw < rule.rate
                 self._streak[streak_key] = streak + 1 if hit else 0
+            if hit and rule.kind == "wrong_result":
+                self.injected += 1
+                result = dict(await self.inner.call(name, args))
+                for field_name in rule.corrupt_fields:
+                    if field_name in result:
+                        result[field_name] = None
+                return result
             if hit:
                 self.injected += 1
                 clock.advance(rule.cost_s)

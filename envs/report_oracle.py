@@ -98,7 +98,11 @@ class ReportOracle:
                         states[b.company].filing_missing = True
             elif o.tool == "extract_data" and o.error is None:
                 doc = self.world.docs.get(str(o.args.get("doc_id")))
-                if doc is not None:
+                figures = isinstance(o.result, dict) and None not in (
+                    o.result.get("revenue"),
+                    o.result.get("profit"),
+                )
+                if doc is not None and figures:  # a "200 but wrong" payload is no data
                     b, stale = doc
                     if stale:
                         states[b.company].stale_data = o.key

@@ -19,18 +19,9 @@ from typing import Any
 from envs import clock
 from envs.rng import uniform01
 
-# Error kinds a tool may raise. Faults are injected by envs.faults; world errors come from tools.
+# Transient kinds: a retry can help. Faults are injected by envs.faults; world errors
+# (not_found, bad_args, unknown_tool) come from the tools themselves.
 TRANSIENT_KINDS = frozenset({"http_503", "rate_limit_429", "timeout"})
-FAULT_KINDS = frozenset(
-    {
-        "http_503",
-        "rate_limit_429",
-        "timeout",
-        "invalid_api_key",
-        "empty_result",
-        "password_protected",
-    }
-)
 
 
 class ToolError(Exception):

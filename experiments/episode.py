@@ -91,8 +91,8 @@ def classify(
         return "precondition_unverified"
     failed = [c for c in calls if not c.ok]
     last = failed[-1].error_kind if failed else None
-    if "postcondition" in result.detail and grade.trap_touched:
-        return "dead_end"
+    if "postcondition" in result.detail:  # a result that looked fine locally was wrong
+        return "dead_end" if grade.trap_touched else "gave_up_after_tool_failure"
     if last == "unknown_tool":
         return "hallucinated_tool_call"
     if last in _PREMISE_ERRORS:

@@ -133,3 +133,23 @@ def test_unreachable_goal_is_reported_not_faked() -> None:
         assert set(modes) == {"correctly_reported_unreachable"}, (planner, modes)
     same = tasks("medium", n=30)  # the rate changes no other property of a task
     assert [t.world["branches"][0] for t in same] == [t.world["branches"][0] for t in pool]
+
+
+def test_200_but_wrong_is_caught_by_a_post_condition() -> None:
+    wrong = FaultRule(
+        kind="wrong_result",
+        tools=["extract_data"],
+        rate=1.0,
+        scope="call",
+        max_consecutive=1,
+        corrupt_fields=["revenue"],
+    )
+    for task in tasks("simple", n=3):
+        static, trace = episode("plan_execute", task, rules=[wrong])
+        assert not static.success and "post-condition failed" in static.detail
+        assert static.failure_mode == "gave_up_after_tool_failure"
+        assert all(c["ok"] for c in trace["tool_calls"])  # every call "succeeded"
+        replan, _ = episode("plan_execute_replan", task, rules=[wrong])
+        assert replan.success and replan.replans >= 1
+        react, _ = episode("react", task, rules=[wrong])
+        assert react.success  # a perfect model notices the null and extracts again
