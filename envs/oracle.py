@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# The pseudo-tool of a gold step that says: stop and report that the goal cannot be reached.
+# Pseudo-tools of gold steps: stop and report that the goal cannot be reached; submit the
+# answer in hand (as a trap: believing a wrong answer done).
 REPORT_UNREACHABLE = "report_unreachable"
+SUBMIT_ANSWER = "finish"
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class Oracle(Protocol):
 
     def hallucinated_tools(self) -> list[str]: ...
 
-    def tool_names(self) -> list[str]: ...
+    def tool_names(self) -> frozenset[str]: ...
 
 
 def resolve_ref(ref: Ref, observations: Sequence[Obs]) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envs.base import Task
-from envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
+from envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
 from envs.report import Branch, ReportWorld, fact_line, slug
 
 SEARCH_TOOLS = ("search_web", "search_web_backup")
@@ -49,9 +49,10 @@ class ReportOracle:
         self.task = task
         self.world = ReportWorld(task)
         self.branches = self.world.branches
+        self._tool_names = frozenset(spec.name for spec in self.world.catalogue())
 
-    def tool_names(self) -> list[str]:
-        return [spec.name for spec in self.world.catalogue()]
+    def tool_names(self) -> frozenset[str]:
+        return self._tool_names
 
     def hallucinated_tools(self) -> list[str]:
         return ["get_financials", "download_report", "web_lookup", "summarize_report"]
@@ -119,29 +120,30 @@ class ReportOracle:
         """
         if self.answer(observations) is not None:
             return []
-        states, _ = self._states(observations)
+        states, dead = self._states(observations)
         for b in self.branches:
             st = states[b.company]
             if st.no_report and st.filing_missing and st.data is None:
                 reason = f"{b.company} has published no FY{b.year} report or filing"
                 return [GoldStep("unreachable", REPORT_UNREACHABLE, {"reason": reason})]
-        steps = self._remaining(observations, frozenset())
+        steps = self._remaining(states, dead, frozenset())
         first = next((b for b in self.branches if states[b.company].data is None), None)
         if first is not None and steps:
             st = states[first.company]
             if st.stale_data is not None or (st.stale_doc is not None and st.doc is None):
-                accepted = self._remaining(observations, frozenset({first.company}))
+                accepted = self._remaining(states, dead, frozenset({first.company}))
                 if accepted:
                     steps[0].trap_plan = accepted
         summarized = any(o.tool == "generate_summary" and o.error is None for o in observations)
         if summarized and steps and steps[0].trap_plan is None:
-            steps[0].trap_plan = [GoldStep("finish", "finish", {})]
+            steps[0].trap_plan = [GoldStep("submit", SUBMIT_ANSWER, {})]
         return steps
 
     def _remaining(
-        self, observations: Sequence[Obs], accept_stale: frozenset[str]
+        self, states: dict[str, _BranchState], dead: set[str], accept_stale: frozenset[str]
     ) -> list[GoldStep]:
-        states, dead = self._states(observations)
+        """Gold steps from the branch states; ``accept_stale`` branches count stale figures
+        as done (the shape of the trap plan)."""
         steps: list[GoldStep] = []
         data_refs: list[Ref] = []
         data_deps: list[str] = []

@@ -19,7 +19,7 @@ from planners.formats import (
     FINISH,
     PROPOSE_ACTIONS,
     RATE_CANDIDATES,
-    ReactTurn,
+    ActionTurn,
     dumps,
     observation_text,
     parse_candidates,
@@ -37,14 +37,14 @@ class _Node:
     """A path of executed (action, observation) pairs plus the action this node will run."""
 
     path: tuple[tuple[str, str], ...]
-    action: ReactTurn | None
+    action: ActionTurn | None
     observation: str | None = None
     rethinks: int = 0  # how many times candidates were proposed afresh at this point
 
 
 # A pseudo-action: "propose again here, now that the earlier candidates failed" (DFSDT's
 # diversity step). It is visited after every real candidate of its node.
-RETHINK = ReactTurn("", "__rethink__", {})
+RETHINK = ActionTurn("", "__rethink__", {})
 
 
 class _ExecutionTree:
@@ -115,7 +115,7 @@ class _ExecutionTree:
         node.path = (*node.path, (text, node.observation))
         return True
 
-    async def actions(self, node: _Node) -> Sequence[ReactTurn]:
+    async def actions(self, node: _Node) -> Sequence[ActionTurn]:
         if node.action is not None and node.action.action == FINISH:
             return []  # an answer the judge found wanting: a dead leaf, go back
         if not await self._execute(node):
@@ -139,7 +139,7 @@ class _ExecutionTree:
             return [*candidates, RETHINK]
         return candidates
 
-    async def step(self, node: _Node, action: ReactTurn) -> _Node:
+    async def step(self, node: _Node, action: ActionTurn) -> _Node:
         if action is RETHINK:
             child = _Node(node.path, None, rethinks=node.rethinks + 1)
             self.scores[id(child)] = self.accept_floor

@@ -1,7 +1,7 @@
 """Text formats shared by the prompts planners write and the parsers that read model output.
 
 A real model and the simulated one read the same prompts and are parsed by the same code, so
-the formats live in one place: the ReAct turn format, the observation line of a transcript,
+the formats live in one place: the Thought/Action turn format, the observation line of a transcript,
 and the marker with which a prompt asks for a Plan JSON or a score.
 """
 
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-REACT_FORMAT = (
+ACTION_TURN_FORMAT = (
     "Respond in exactly this format:\n"
     "Thought: <your reasoning>\n"
     "Action: <one tool name, or finish>\n"
@@ -35,7 +35,7 @@ class OutputParseError(ValueError):
 
 
 @dataclass(frozen=True)
-class ReactTurn:
+class ActionTurn:
     thought: str
     action: str
     action_input: dict[str, Any]
@@ -46,8 +46,8 @@ _INPUT = re.compile(r"^\s*Action Input\s*:\s*", re.MULTILINE)
 _THOUGHT = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.MULTILINE)
 
 
-def parse_react(text: str, *, max_chars: int = 50_000) -> ReactTurn:
-    """Parse one ReAct turn; the Action Input must be a JSON object."""
+def parse_action_turn(text: str, *, max_chars: int = 50_000) -> ActionTurn:
+    """Parse one Thought/Action turn; the Action Input must be a JSON object."""
     if len(text) > max_chars:
         raise OutputParseError(f"output of {len(text)} characters exceeds {max_chars}")
     action = _ACTION.search(text)
@@ -64,7 +64,7 @@ def parse_react(text: str, *, max_chars: int = 50_000) -> ReactTurn:
         raise OutputParseError("Action Input must be a JSON object")
     thought = _THOUGHT.search(text)
     name = action.group(1).strip().strip("`'\"")
-    return ReactTurn(thought.group(1).strip() if thought else "", name, value)
+    return ActionTurn(thought.group(1).strip() if thought else "", name, value)
 
 
 _SCORE = re.compile(r"Score\s*:\s*([-+]?\d*\.?\d+)")
@@ -149,13 +149,13 @@ _SCORE_N = re.compile(r"Score\s*(\d+)\s*:\s*([-+]?\d*\.?\d+)")
 _OUTCOME = re.compile(r"Outcome\s*:\s*(success|failure)", re.IGNORECASE)
 
 
-def parse_candidates(text: str) -> list[ReactTurn]:
-    """ReAct-format candidates; unparseable ones are dropped (and counted by the caller)."""
+def parse_candidates(text: str) -> list[ActionTurn]:
+    """Thought/Action candidates; unparseable ones are dropped (and counted by the caller)."""
     starts = [m.start() for m in _CANDIDATE.finditer(text)]
     out = []
     for a, b in zip(starts, [*starts[1:], len(text)], strict=True):
         try:
-            out.append(parse_react(text[a:b]))
+            out.append(parse_action_turn(text[a:b]))
         except OutputParseError:
             continue
     return out

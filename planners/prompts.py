@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from jinja2 import Environment, StrictUndefined
 
 from envs.tools import ToolSpec
-from planners.formats import PLAN_FORMAT, REACT_FORMAT
+from planners.formats import ACTION_TURN_FORMAT, PLAN_FORMAT
 
 _ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
@@ -40,7 +40,7 @@ REPLAN_USER = _ENV.from_string(
 
 
 def react_system(tools: Sequence[ToolSpec]) -> str:
-    return REACT_SYSTEM.render(tools=tools, fmt=REACT_FORMAT)
+    return REACT_SYSTEM.render(tools=tools, fmt=ACTION_TURN_FORMAT)
 
 
 def plan_system(tools: Sequence[ToolSpec]) -> str:

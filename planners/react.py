@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envs.tools import Toolbox, ToolError
 from planners.base import Planner, PlannerResult, PlannerStats, TaskView
-from planners.formats import FINISH, OutputParseError, observation_text, parse_react
+from planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
 from planners.llm.base import EpisodeLLM
 from planners.prompts import react_system
 
@@ -37,7 +37,7 @@ class ReActPlanner(Planner):
             text = await llm.complete(messages, role="executor")
             messages.append({"role": "assistant", "content": text})
             try:
-                turn = parse_react(text)
+                turn = parse_action_turn(text)
             except OutputParseError as err:
                 parse_failures += 1
                 trace.append({"event": "parse_error", "error": str(err)})

@@ -8,7 +8,7 @@ import pytest
 
 from envs import clock
 from envs.report_oracle import ReportOracle
-from planners.formats import OutputParseError, parse_react, parse_score
+from planners.formats import OutputParseError, parse_action_turn, parse_score
 from planners.llm.base import EpisodeLLM
 from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 from planners.llm.sim import SimLLM
@@ -70,7 +70,7 @@ def test_sim_returns_text_that_the_real_parsers_accept() -> None:
         ],
         "executor",
     )
-    turn = parse_react(turn_text)
+    turn = parse_action_turn(turn_text)
     assert turn.action == "search_web" and "query" in turn.action_input
     assert elapsed > 0
     assert llm.usage.calls == 2 and llm.usage.by_role["planner"] > 0
@@ -107,7 +107,7 @@ def test_react_parser_rejects_non_format() -> None:
         'Action: x\nAction Input: {"a": ',
     ]:
         with pytest.raises(OutputParseError):
-            parse_react(bad)
+            parse_action_turn(bad)
     assert parse_score("Score: 0.7") == 0.7
     assert parse_score("Score: 3") == 1.0
 

@@ -133,7 +133,7 @@ def test_synthetic_search_tree_event_and_action_labels() -> None:
         {
             "node": 2,
             "parent": 0,
-            "action": "ReactTurn(action='parse_pdf')",
+            "action": "ActionTurn(action='parse_pdf')",
             "score": 0.1,
             "visits": 4,
             "pruned": True,

@@ -20,17 +20,27 @@ import json
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Oracle, Ref, literal_args
+from envs.oracle import (
+    REPORT_UNREACHABLE,
+    SUBMIT_ANSWER,
+    GoldStep,
+    Obs,
+    Oracle,
+    Ref,
+    literal_args,
+)
 from envs.rng import derive_rng
 from planners.formats import (
     FINISH,
     OutputParseError,
     dumps,
     error_kind,
+    parse_action_turn,
     parse_candidates,
-    parse_react,
     parse_step_lines,
     render_candidates,
 )
@@ -51,22 +61,42 @@ PERCEIVED = {
     "other": 0.3,
     "invented": 0.05,
 }
-# Mistake kinds that make sense for one action (ReAct turn, DFS candidate) and for a plan step.
+# Mistake kinds that make sense for one action (a Thought/Action turn or candidate) and for
+# one step written into a plan.
 ACTION_MISTAKES = ("hallucinate", "premise", "stop")
 PLAN_MISTAKES = ("hallucinate", "premise", "stop", "dependency", "unchecked")
 
 
+@lru_cache(maxsize=65_536)
+def _read_action(content: str) -> tuple[str, dict[str, Any]] | None:
+    """(tool, args) of one assistant turn; cached because a transcript is re-read each turn.
+    The cached args are shared: the simulator only reads them."""
+    try:
+        turn = parse_action_turn(content)
+    except OutputParseError:
+        return None
+    return turn.action, turn.action_input
+
+
+@lru_cache(maxsize=65_536)
+def _read_result(text: str) -> tuple[Any, str | None]:
+    """(result, error kind) of one observation text (cached and shared like the above)."""
+    kind = error_kind(text)
+    if kind is not None:
+        return None, kind
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError:
+        return text, None
+
+
 def _transcript_observations(messages: Sequence[Message]) -> list[Obs]:
-    """Observations of a ReAct-style transcript: an assistant action, then 'Observation: ...'."""
+    """Observations of a Thought/Action transcript: an assistant action, then 'Observation: ...'."""
     out: list[Obs] = []
     pending: tuple[str, dict[str, Any]] | None = None
     for m in messages:
         if m["role"] == "assistant":
-            try:
-                turn = parse_react(m["content"])
-                pending = (turn.action, turn.action_input)
-            except OutputParseError:
-                pending = None
+            pending = _read_action(m["content"])
         elif (
             m["role"] == "user" and pending is not None and m["content"].startswith("Observation:")
         ):
@@ -77,14 +107,11 @@ def _transcript_observations(messages: Sequence[Message]) -> list[Obs]:
 
 
 def _obs(key: str, tool: str, args: Any, text: str, ok: bool | None = None) -> Obs:
-    kind = error_kind(text)
+    result, kind = _read_result(text)
+    args = args if isinstance(args, dict) else {}
     if ok is False or kind is not None:
-        return Obs(key, tool, args if isinstance(args, dict) else {}, None, kind or "error")
-    try:
-        result = json.loads(text)
-    except json.JSONDecodeError:
-        result = text
-    return Obs(key, tool, args if isinstance(args, dict) else {}, result, None)
+        return Obs(key, tool, args, None, kind or "error")
+    return Obs(key, tool, args, result, None)
 
 
 def _json_after(prompt: str, marker: str) -> Any:
@@ -107,6 +134,18 @@ def _core(step: Any) -> tuple[Any, str, tuple[str, ...]]:
     return (step.get("tool"), dumps(step.get("args") or {}), tuple(sorted(map(str, deps))))
 
 
+@dataclass
+class _Gold:
+    """The right plan before anything ran, rendered as a model would write it."""
+
+    gold: list[GoldStep]
+    ids: dict[str, str]
+    rendered: list[dict[str, Any]]
+    traps: list[dict[str, Any] | None]
+    cores: list[tuple[Any, str, tuple[str, ...]]]
+    trap_cores: list[tuple[Any, str, tuple[str, ...]] | None]
+
+
 class SimLLM:
     """A simulated LLM bound to one task's oracle (one instance per episode)."""
 
@@ -117,29 +156,32 @@ class SimLLM:
         self.oracle = oracle
         self.seed_keys = seed_keys
         self.calls = 0
+        self._initial: _Gold | None = None
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile
     ) -> Completion:
         rng = derive_rng(*self.seed_keys, "llm", self.calls)
         self.calls += 1
-        prompt = "\n".join(m["content"] for m in messages)
+        # The requested format is stated in the system message or the last message; a growing
+        # transcript in between is only read when the request needs its observations.
+        system = messages[0]["content"] if messages else ""
         last = messages[-1]["content"] if messages else ""
         err = self.skill.error_rate(count_messages(messages))
         if "candidate next actions" in last:
             text = self._propose_actions(messages, rng, err, last)
         elif "candidate next steps for the plan" in last:
-            text = self._propose_steps(prompt, rng, err, last)
+            text = self._propose_steps(last, rng, err)
         elif "Rate each candidate" in last:
-            text = self._rate_candidates(messages, prompt, rng)
+            text = self._rate_candidates(messages, rng)
         elif "Rate this plan" in last:
-            text = self._rate_plan(prompt, rng)
+            text = self._rate_plan(last, rng)
         elif "Imagine carrying out" in last:
-            text = self._rollout(prompt, rng)
-        elif "Action Input:" in prompt and "Respond in exactly this format" in prompt:
-            text = self._react(messages, rng, err)
-        elif "Respond with a Plan JSON" in prompt:
-            text = self._plan(prompt, rng, err)
+            text = self._rollout(last, rng)
+        elif "Action Input:" in system and "Respond in exactly this format" in system:
+            text = self._act(messages, rng, err)
+        elif "Respond with a Plan JSON" in system:
+            text = self._plan(last, rng, err)
         else:
             text = "I am not sure what is being asked."
         return Completion(text=text)
@@ -182,96 +224,71 @@ class SimLLM:
         cut = rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
         return text[:cut]
 
-    def _action_options(
-        self, gold: list[GoldStep], obs: list[Obs], rng: random.Random
-    ) -> list[tuple[str, str, dict[str, Any]]]:
-        """Every action a model might consider here, as (kind, tool, literal args)."""
+    def _option(
+        self, kind: str, gold: list[GoldStep], obs: list[Obs], rng: random.Random
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The action of one kind at this point, as (tool, literal args); None if none."""
         if not gold:
-            return [
-                ("right", FINISH, {"answer": self.oracle.answer(obs) or "", "status": "success"})
-            ]
+            return FINISH, {"answer": self.oracle.answer(obs) or "", "status": "success"}
         g = gold[0]
-        partial = {"answer": self.oracle.partial_answer(obs), "status": "success"}
+        if kind == "early":  # submit the figures seen so far, believing them enough
+            return FINISH, {"answer": self.oracle.partial_answer(obs), "status": "success"}
         if g.tool == REPORT_UNREACHABLE:
-            return [
-                ("right", FINISH, {"answer": "", "status": "failure"}),
-                ("early", FINISH, partial),
-            ]
-        opts: list[tuple[str, str, dict[str, Any]]] = [("right", g.tool, literal_args(g.args, obs))]
-        for t in ([g.trap] if g.trap else []) + ([g.trap_plan[0]] if g.trap_plan else []):
-            opts.append(
-                ("trap", t.tool, partial if t.tool == FINISH else literal_args(t.args, obs))
-            )
-        if g.fallback:
-            opts.append(("fallback", g.fallback, literal_args(g.args, obs)))
-        opts.append(
-            ("invented", rng.choice(self.oracle.hallucinated_tools()), literal_args(g.args, obs))
-        )
-        ahead = gold[1] if len(gold) > 1 else g
-        opts.append(("premise", ahead.tool, self._guess(ahead.args)))
-        opts.append(("early", FINISH, partial))
-        return opts
+            return (FINISH, {"answer": "", "status": "failure"}) if kind == "right" else None
+        if kind == "right":
+            return g.tool, literal_args(g.args, obs)
+        if kind == "trap":
+            attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
+            if attractive is None:
+                return None
+            if attractive.tool == SUBMIT_ANSWER:
+                return self._option("early", gold, obs, rng)
+            return attractive.tool, literal_args(attractive.args, obs)
+        if kind == "fallback":
+            return (g.fallback, literal_args(g.args, obs)) if g.fallback else None
+        if kind == "invented":
+            return rng.choice(self.oracle.hallucinated_tools()), literal_args(g.args, obs)
+        if kind == "premise":
+            ahead = gold[1] if len(gold) > 1 else g
+            return ahead.tool, self._guess(ahead.args)
+        if kind == "stop":
+            return FINISH, {"answer": "", "status": "failure"}
+        return None
 
     def _decide_action(
         self, gold: list[GoldStep], obs: list[Obs], rng: random.Random, err: float
     ) -> tuple[str, str, str, dict[str, Any]]:
         """One acting decision: (kind, thought, tool, args)."""
+        kind = "right"
+        if gold and gold[0].tool == REPORT_UNREACHABLE:
+            kind = "early" if rng.random() < err else "right"  # may paper over the gap
+        elif gold:
+            g = gold[0]
+            if (g.trap or g.trap_plan) and rng.random() < self.skill.p_trap:
+                kind = "trap"
+            elif rng.random() < err:
+                mistake = self._mistake(rng, ACTION_MISTAKES)
+                kind = {"hallucinate": "invented", "premise": "premise"}.get(mistake, "stop")
+                if kind == "stop" and not (obs and obs[-1].error is not None):
+                    kind = "early"  # without a failure to give up on, it stops by answering
+        option = self._option(kind, gold, obs, rng)
+        assert option is not None
+        tool, args = option
         if not gold:
-            answer = {"answer": self.oracle.answer(obs) or "", "status": "success"}
-            return "right", "The report is complete.", FINISH, answer
-        g = gold[0]
-        if g.tool == REPORT_UNREACHABLE:
-            if rng.random() < err:  # papers over the gap with what it has
-                return (
-                    "early",
-                    "I have enough to answer.",
-                    FINISH,
-                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
-                )
-            return (
-                "right",
-                f"The goal cannot be reached: {g.args.get('reason')}.",
-                FINISH,
-                {"answer": "", "status": "failure"},
-            )
-        thought = f"Next I need {g.tool} to make progress on the report."
-        attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
-        if attractive is not None and rng.random() < self.skill.p_trap:
-            if attractive.tool == FINISH:  # submit what it has, believing it done
-                return (
-                    "trap",
-                    "The report is written.",
-                    FINISH,
-                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
-                )
-            return "trap", thought, attractive.tool, literal_args(attractive.args, obs)
-        if rng.random() < err:
-            kind = self._mistake(rng, ACTION_MISTAKES)
-            if kind == "hallucinate":
-                tool = rng.choice(self.oracle.hallucinated_tools())
-                return "invented", thought, tool, literal_args(g.args, obs)
-            if kind == "premise":
-                ahead = gold[1] if len(gold) > 1 else g
-                return "premise", thought, ahead.tool, self._guess(ahead.args)
-            if kind == "stop":
-                if obs and obs[-1].error is not None:
-                    return (
-                        "stop",
-                        "The tool keeps failing; I cannot complete this.",
-                        FINISH,
-                        {"answer": "", "status": "failure"},
-                    )
-                return (
-                    "early",
-                    "I have enough to answer.",
-                    FINISH,
-                    {"answer": self.oracle.partial_answer(obs), "status": "success"},
-                )
-        return "right", thought, g.tool, literal_args(g.args, obs)
+            thought = "The report is complete."
+        elif tool == FINISH:
+            reason = gold[0].args.get("reason", "")
+            thought = {
+                "right": f"The goal cannot be reached: {reason}.",
+                "stop": "The tool keeps failing; I cannot complete this.",
+            }.get(kind, "I have enough to answer.")
+        else:
+            thought = f"Next I need {tool} to make progress on the report."
+        return kind, thought, tool, args
 
-    # --- acting (ReAct turns, DFS candidates) ---------------------------------------------
+    # --- acting (one Thought/Action turn, or several candidate actions) ------------------
 
-    def _react(self, messages: Sequence[Message], rng: random.Random, err: float) -> str:
+    def _act(self, messages: Sequence[Message], rng: random.Random, err: float) -> str:
         obs = _transcript_observations(messages)
         malformed = rng.random() < self.skill.p_malformed
         _, thought, tool, args = self._decide_action(self.oracle.remaining(obs), obs, rng, err)
@@ -286,9 +303,10 @@ class SimLLM:
         gold = self.oracle.remaining(obs)
         _, thought, tool, args = self._decide_action(gold, obs, rng, err)
         chosen = [(thought, tool, args)]
-        others = [o for o in self._action_options(gold, obs, rng) if (o[1], o[2]) != (tool, args)]
+        kinds = ["right", "trap", "fallback", "invented", "premise", "early"]
+        others = [o for k in kinds if (o := self._option(k, gold, obs, rng)) is not None]
         rng.shuffle(others)
-        for _, t, a in others:
+        for t, a in others:
             if len(chosen) >= k:
                 break
             if all((t, a) != (c[1], c[2]) for c in chosen):
@@ -297,29 +315,38 @@ class SimLLM:
         return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
 
     def _action_kind(
-        self,
-        tool: str,
-        args: dict[str, Any],
-        gold: list[GoldStep],
-        obs: list[Obs],
-        rng: random.Random,
+        self, tool: str, args: dict[str, Any], gold: list[GoldStep], obs: list[Obs]
     ) -> str:
-        for kind, t, a in self._action_options(gold, obs, rng):
-            same_finish = t == FINISH and a.get("status") == args.get("status")
-            if t == tool and (a == args or same_finish):
+        """Which kind of move a candidate is (judging draws nothing: it only compares)."""
+        if tool != FINISH and tool not in self.oracle.tool_names():
+            return "invented"
+        for kind in ("right", "trap", "fallback", "premise", "early"):
+            option = self._option(kind, gold, obs, random.Random(0))
+            if option is None or option[0] != tool:
+                continue
+            if option[1] == args or (tool == FINISH and option[1]["status"] == args.get("status")):
                 return kind
-        return "invented" if tool not in self.oracle.tool_names() and tool != FINISH else "other"
+        return "other"
 
     # --- planning (plans, partial plans) ---------------------------------------------------
 
-    def _gold_rendered(
-        self, obs: list[Obs], first: int
-    ) -> tuple[list[GoldStep], list[dict[str, Any]], list[dict[str, Any] | None]]:
-        gold = self.oracle.remaining(obs)
-        ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
-        rendered = [self._render_step(g, ids) for g in gold]
-        traps = [self._render_step(g.trap, ids) if g.trap else None for g in gold]
-        return gold, rendered, traps
+    def _initial_gold(self) -> _Gold:
+        """The right plan before anything ran; it never changes within an episode, and
+        partial-plan requests compare against it many times, so it is built once."""
+        if self._initial is None:
+            gold = self.oracle.remaining([])
+            ids = {g.key: f"step_{1 + i}" for i, g in enumerate(gold)}
+            rendered = [self._render_step(g, ids) for g in gold]
+            traps = [self._render_step(g.trap, ids) if g.trap else None for g in gold]
+            self._initial = _Gold(
+                gold,
+                ids,
+                rendered,
+                traps,
+                cores=[_core(r) for r in rendered],
+                trap_cores=[_core(t) if t else None for t in traps],
+            )
+        return self._initial
 
     def _plan(self, prompt: str, rng: random.Random, err: float) -> str:
         log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
@@ -331,7 +358,7 @@ class SimLLM:
         if (
             gold
             and gold[0].trap_plan
-            and gold[0].trap_plan[0].tool != FINISH
+            and gold[0].trap_plan[0].tool != SUBMIT_ANSWER
             and (rng.random() < self.skill.p_trap)
         ):
             gold = gold[0].trap_plan
@@ -399,35 +426,32 @@ class SimLLM:
             "fallback": g.fallback,
         }
 
-    def _step_kind(
-        self, step: Any, i: int, rendered: list[dict[str, Any]], traps: list[dict[str, Any] | None]
-    ) -> str:
+    def _step_kind(self, step: Any, i: int) -> str:
+        """How step ``i`` of a written plan compares with the right plan."""
+        init = self._initial_gold()
         if isinstance(step, dict) and step.get("done"):
-            return "right" if i >= len(rendered) else "early"
-        if not isinstance(step, dict) or i >= len(rendered):
+            return "right" if i >= len(init.rendered) else "early"
+        if not isinstance(step, dict) or i >= len(init.rendered):
             return "other"
         if step.get("tool") not in self.oracle.tool_names():
             return "invented"
-        if _core(step) == _core(rendered[i]):
+        core = _core(step)
+        if core == init.cores[i]:
             return "right" if step.get("post_conditions") else "unchecked"
-        if traps[i] is not None and _core(step) == _core(traps[i]):
+        if core == init.trap_cores[i]:
             return "trap"
-        fallback = rendered[i].get("fallback")
-        if (
-            fallback
-            and step.get("tool") == fallback
-            and _core({**step, "tool": rendered[i]["tool"]}) == _core(rendered[i])
-        ):
+        fallback = init.rendered[i].get("fallback")
+        if fallback and core[0] == fallback and core[1:] == init.cores[i][1:]:
             return "fallback"
         return "other"
 
-    def _propose_steps(self, prompt: str, rng: random.Random, err: float, last: str) -> str:
+    def _propose_steps(self, last: str, rng: random.Random, err: float) -> str:
         k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
-        partial = _json_after(prompt, "Plan so far:")
+        partial = _json_after(last, "Plan so far:")
         partial = partial if isinstance(partial, list) else []
-        gold, rendered, traps = self._gold_rendered([], 1)
+        init = self._initial_gold()
+        gold, ids, rendered, traps = init.gold, init.ids, init.rendered, init.traps
         i = len(partial)
-        ids = {g.key: f"step_{1 + j}" for j, g in enumerate(gold)}
         if i >= len(gold):
             primary: dict[str, Any] = {"done": True}
         else:
@@ -460,8 +484,8 @@ class SimLLM:
 
     def _plan_quality(self, steps: list[Any]) -> tuple[float, bool]:
         """(how good the plan looks, whether it would truly work as far as it goes)."""
-        _, rendered, traps = self._gold_rendered([], 1)
-        kinds = [self._step_kind(s, i, rendered, traps) for i, s in enumerate(steps)]
+        rendered = self._initial_gold().rendered
+        kinds = [self._step_kind(s, i) for i, s in enumerate(steps)]
         # a plan is as viable as its weakest step: one invented tool sinks it
         looks = min((PERCEIVED[k] for k in kinds), default=PERCEIVED["right"])
         if kinds and kinds[-1] == "early":  # declared complete too soon: visibly incomplete
@@ -469,9 +493,9 @@ class SimLLM:
         sound = all(k in ("right", "unchecked") for k in kinds)
         return looks, sound
 
-    def _rate_candidates(self, messages: Sequence[Message], prompt: str, rng: random.Random) -> str:
+    def _rate_candidates(self, messages: Sequence[Message], rng: random.Random) -> str:
         last = messages[-1]["content"]
-        partial = _json_after(prompt, "Plan so far:")
+        partial = _json_after(last, "Plan so far:")
         lines = []
         if isinstance(partial, list):  # candidate plan steps
             cands = [
@@ -484,22 +508,22 @@ class SimLLM:
             obs = _transcript_observations(messages)
             gold = self.oracle.remaining(obs)
             for n, turn in enumerate(parse_candidates(last), 1):
-                kind = self._action_kind(turn.action, turn.action_input, gold, obs, rng)
+                kind = self._action_kind(turn.action, turn.action_input, gold, obs)
                 lines.append(f"Score {n}: {self._noisy(PERCEIVED[kind], rng):.2f}")
         return "\n".join(lines)
 
-    def _rate_plan(self, prompt: str, rng: random.Random) -> str:
-        plan = _json_after(prompt, "Plan:")
+    def _rate_plan(self, last: str, rng: random.Random) -> str:
+        plan = _json_after(last, "Plan:")
         steps = plan.get("steps") if isinstance(plan, dict) else None
         if not isinstance(steps, list):
             return f"Score: {self._noisy(PERCEIVED['invented'], rng):.2f}"
-        _, rendered, _ = self._gold_rendered([], 1)
+        rendered = self._initial_gold().rendered
         looks, _ = self._plan_quality(steps)
         looks *= min(1.0, len(steps) / max(len(rendered), 1))  # a truncated plan looks worse
         return f"Score: {self._noisy(looks, rng):.2f}"
 
-    def _rollout(self, prompt: str, rng: random.Random) -> str:
-        partial = _json_after(prompt, "Plan so far:")
+    def _rollout(self, last: str, rng: random.Random) -> str:
+        partial = _json_after(last, "Plan so far:")
         steps = partial if isinstance(partial, list) else []
         _, sound = self._plan_quality(steps)
         success = sound or rng.random() < self.skill.rollout_optimism
