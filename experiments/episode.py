@@ -58,6 +58,7 @@ class EpisodeRecord(BaseModel):
     fallbacks: int
     replans: int
     skipped_steps: int
+    backtracks: int
     plan_repairs: int
     latency_s: float
     cost_usd: float
@@ -165,6 +166,7 @@ async def run_episode(
         fallbacks=result.stats.fallbacks,
         replans=result.stats.replans,
         skipped_steps=result.stats.skipped_steps,
+        backtracks=result.stats.backtracks,
         plan_repairs=result.stats.plan_repairs,
         latency_s=round(sim_clock.now, 6),
         cost_usd=round(usage.cost_usd, 8),

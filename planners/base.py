@@ -48,6 +48,7 @@ class PlannerStats:
     fallbacks: int = 0
     replans: int = 0
     skipped_steps: int = 0
+    backtracks: int = 0  # branches a search abandoned after their action failed
     plan_repairs: int = 0  # plans that needed lenient JSON repair
 
 

@@ -8,7 +8,6 @@ from planners.executor import LadderPolicy
 from planners.llm.base import EpisodeLLM
 from planners.search_support import (
     PartialPlanProblem,
-    execute_plan_text,
     make_executor,
     plan_text,
     record_tree,
@@ -64,4 +63,4 @@ class BFSPlanner(Planner):
             return PlannerResult(
                 None, "budget", "search found no complete plan", executor.stats, llm.trace
             )
-        return await execute_plan_text(plan_text(task.goal, result.best_state), executor, tools)
+        return await executor.execute_text(plan_text(task.goal, result.best_state))

@@ -109,7 +109,7 @@ class _ExecutionTree:
             result = await self.tools.call(turn.action, turn.action_input)
         except ToolError as err:
             self.failed.append((text, err.observation()))
-            self.stats.skipped_steps += 1
+            self.stats.backtracks += 1
             return False
         node.observation = observation_text(result)
         node.path = (*node.path, (text, node.observation))

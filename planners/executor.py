@@ -122,6 +122,24 @@ class PlanExecutor:
         assert error is not None
         return self._plan_failure(error)
 
+    async def execute_text(self, text: str) -> PlannerResult:
+        """Validate a plan found some other way (a search) like any plan, then run it; a
+        rejected plan is a plan failure."""
+        try:
+            plan = parse_plan(text, self.names)
+        except PlanError as err:
+            self.trace.append(
+                {
+                    "event": "plan_rejected",
+                    "reason": err.reason,
+                    "message": str(err),
+                    "t": clock.now(),
+                }
+            )
+            return self._plan_failure(err)
+        self._note_plan(plan, "plan")
+        return await self.execute(plan)
+
     def _note_plan(self, plan: Plan, kind: str) -> None:
         self.stats.plan_repairs += int(plan.repaired)
         self.trace.append(

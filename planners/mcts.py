@@ -14,7 +14,6 @@ from planners.llm.base import EpisodeLLM
 from planners.plan import PlanError, parse_plan
 from planners.search_support import (
     PartialPlanProblem,
-    execute_plan_text,
     make_executor,
     plan_text,
     record_tree,
@@ -91,4 +90,4 @@ class MCTSPlanner(Planner):
                 llm.trace.append({"event": "line_rejected", "reason": err.reason})
                 continue
             break
-        return await execute_plan_text(text or plan_text(task.goal, ()), executor, tools)
+        return await executor.execute_text(text or plan_text(task.goal, ()))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from envs import clock
 from envs.tools import Toolbox
-from planners.base import PlannerResult, PlannerStats, TaskView
+from planners.base import PlannerStats, TaskView
 from planners.executor import LadderPolicy, PlanExecutor
 from planners.formats import (
     PROPOSE_STEPS,
@@ -27,7 +27,6 @@ from planners.formats import (
     parse_step_candidates,
 )
 from planners.llm.base import EpisodeLLM
-from planners.plan import PlanError, parse_plan
 from planners.prompts import plan_system
 from search import SearchResult
 
@@ -176,19 +175,6 @@ def plan_text(goal: str, state: Steps) -> str:
     """The Plan JSON of a partial plan (its ``done`` marker dropped)."""
     steps = [json.loads(s) for s in state]
     return json.dumps({"goal": goal, "steps": [s for s in steps if not s.get("done")]})
-
-
-async def execute_plan_text(text: str, executor: PlanExecutor, tools: Toolbox) -> PlannerResult:
-    """Validate a searched plan like any plan and run it; a rejected plan is a plan failure."""
-    try:
-        plan = parse_plan(text, tools.names())
-    except PlanError as err:
-        executor.trace.append(
-            {"event": "plan_rejected", "reason": err.reason, "message": str(err), "t": clock.now()}
-        )
-        return executor._plan_failure(err)
-    executor._note_plan(plan, "plan")
-    return await executor.execute(plan)
 
 
 def make_executor(

@@ -19,7 +19,7 @@ from planners.formats import RATE_PLAN, OutputParseError, parse_score
 from planners.llm.base import EpisodeLLM
 from planners.plan import PlanError, parse_plan
 from planners.prompts import plan_system
-from planners.search_support import execute_plan_text, make_executor, record_tree
+from planners.search_support import make_executor, record_tree
 from search import beam_search_async
 
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
@@ -135,4 +135,4 @@ class ToTPlanner(Planner):
         executor = make_executor(self.policy, tools, llm, task)
         if result.best_state is None or not result.best_state[1]:
             return PlannerResult(None, "plan_error", "no candidate plan", executor.stats, llm.trace)
-        return await execute_plan_text(result.best_state[1], executor, tools)
+        return await executor.execute_text(result.best_state[1])
