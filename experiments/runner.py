@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import hydra
+import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -50,10 +51,15 @@ def as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def build_jobs(cfg: DictConfig, planners: dict[str, Planner], envs: dict[str, Env]) -> list[Job]:
+def fault_config(cfg: DictConfig) -> FaultConfig:
+    return FaultConfig(**OmegaConf.to_container(cfg.faults, resolve=True))  # type: ignore[arg-type]
+
+
+def build_jobs(
+    cfg: DictConfig, planners: dict[str, Planner], envs: dict[str, Env], faults: FaultConfig
+) -> list[Job]:
     jobs: list[Job] = []
     complexities = [str(c) for c in as_list(cfg.complexity)]
-    faults = FaultConfig(**OmegaConf.to_container(cfg.faults, resolve=True))  # type: ignore[arg-type]
     for env_name, env in envs.items():
         for complexity in complexities:
             tasks = env.generate(
@@ -135,6 +141,7 @@ async def run_jobs(
     jobs: list[Job],
     planners: dict[str, Planner],
     envs: dict[str, Env],
+    faults: FaultConfig,
     out_dir: Path,
 ) -> None:
     llm_cfg = OmegaConf.to_container(cfg.llm, resolve=True)
@@ -142,7 +149,6 @@ async def run_jobs(
     factory = BackendFactory(llm_cfg)
     models = model_profiles(llm_cfg)
     label = llm_label(llm_cfg)
-    faults = FaultConfig(**OmegaConf.to_container(cfg.faults, resolve=True))  # type: ignore[arg-type]
     writer = OrderedWriter(
         out_dir / "episodes.jsonl",
         out_dir / "traces.jsonl" if cfg.write_traces else None,
@@ -201,19 +207,20 @@ def run(cfg: DictConfig, out_dir: Path) -> Path:
     envs: dict[str, Env] = instantiate_group(cfg.env)
     if not planners or not envs:
         raise ValueError("select at least one planner and one env")
-    jobs = build_jobs(cfg, planners, envs)
+    faults = fault_config(cfg)
+    jobs = build_jobs(cfg, planners, envs, faults)
     episodes = out_dir / "episodes.jsonl"
     done = read_done(episodes) if cfg.resume else set()
     if not cfg.resume:
         for name in ("episodes.jsonl", "traces.jsonl"):
             (out_dir / name).unlink(missing_ok=True)
     todo = [j for j in jobs if j.key not in done]
-    asyncio.run(run_jobs(cfg, todo, planners, envs, out_dir))
+    asyncio.run(run_jobs(cfg, todo, planners, envs, faults, out_dir))
     return episodes
 
 
-def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> str:
-    """Parquet copy, summaries and figures; returns the completion table as text."""
+def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> tuple[str, pd.DataFrame]:
+    """Parquet copy, summaries and figures; returns the completion table and the records."""
     from experiments.figures import write_figures
     from experiments.records import load_records
     from experiments.tables import format_completion_table, write_summaries
@@ -222,42 +229,26 @@ def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> str:
     df.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
     write_figures(df, out_dir, seed=seed, planner_order=list(planner_order))
-    return format_completion_table(summary)
-
-
-def iter_selected(node: Any) -> Iterator[str]:
-    yield from (node.keys() if node is not None else [])
+    return format_completion_table(summary), df
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def app(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     run(cfg, out_dir)
-    table = finish(out_dir, int(cfg.seed), list(iter_selected(cfg.planner)))
-    df_modes = _harness_errors(out_dir)
+    table, df = finish(out_dir, int(cfg.seed), list(cfg.planner))
     print(f"\nCompletion rate (95% Wilson interval) — {out_dir}\n{table}")
     if cfg.get("report_extra") == "seed_tables":
-        from experiments.records import load_records
         from experiments.seed_tables import render
 
         container = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(container, dict)
+        print("\n" + render(df, container, out_dir, seed=int(cfg.seed)))
+    harness_errors = int((df["failure_mode"] == "harness_error").sum())
+    if harness_errors:
         print(
-            "\n"
-            + render(
-                load_records(out_dir / "episodes.jsonl"), container, out_dir, seed=int(cfg.seed)
-            )
+            f"WARNING: {harness_errors} harness_error episode(s); see traces.jsonl", file=sys.stderr
         )
-    if df_modes:
-        print(f"WARNING: {df_modes} harness_error episode(s); see traces.jsonl", file=sys.stderr)
-
-
-def _harness_errors(out_dir: Path) -> int:
-    count = 0
-    with (out_dir / "episodes.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            count += '"failure_mode":"harness_error"' in line
-    return count
 
 
 def main() -> None:
