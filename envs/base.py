@@ -2,7 +2,8 @@
 
 An env makes :class:`Task` s (plain data), builds the toolbox an episode's planner may use
 (world tools wrapped in latency, faults and a call log), grades the final answer against the
-task, and exposes the ground-truth :class:`Oracle` that only the simulated LLM reads.
+task, and exposes the ground-truth :class:`envs.oracle.Oracle` that only the simulated LLM
+reads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from envs.faults import FaultInjector, FaultRule
+from envs.oracle import Oracle
 from envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCallRecord
 
 COMPLEXITIES = ("simple", "medium", "complex")
@@ -54,12 +56,6 @@ class EpisodeTools:
         return self.log.records
 
 
-class Oracle(Protocol):
-    """Ground truth the simulated LLM reads (never a planner)."""
-
-    task: Task
-
-
 class Env(Protocol):
     name: str
 
@@ -73,7 +69,7 @@ class Env(Protocol):
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade: ...
 
-    def oracle(self, task: Task) -> Any: ...
+    def oracle(self, task: Task) -> Oracle: ...
 
 
 def wrap_tools(

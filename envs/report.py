@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envs.base import COMPLEXITIES, EpisodeTools, Grade, Task, register, wrap_tools
 from envs.faults import FaultRule
 from envs.rng import derive_rng
 from envs.tools import LatencyProfile, Toolbox, ToolCallRecord, ToolError, ToolSpec, validate_args
+
+if TYPE_CHECKING:  # the oracle module imports this one
+    from envs.report_oracle import ReportOracle
 
 ENV_NAME = "report"
 COMPANIES = (
@@ -388,7 +391,7 @@ class ReportEnv:
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
         return grade(task, answer, calls)
 
-    def oracle(self, task: Task) -> Any:
+    def oracle(self, task: Task) -> ReportOracle:
         from envs.report_oracle import ReportOracle
 
         return ReportOracle(task)
