@@ -583,8 +583,12 @@ def write_figures(
     *,
     seed: int = 0,
     planner_order: list[str] | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> list[Path]:
     """Write the four figures as PDF and PNG into ``out_dir/figures/``; returns the paths.
+
+    Pass the ``summary`` that :func:`~experiments.tables.write_summaries` returned to avoid
+    computing (and bootstrapping) it twice.
 
     ``seed`` and ``planner_order`` are passed to :func:`~experiments.metrics.summarize`
     exactly as :func:`~experiments.tables.write_summaries` uses them, so the plotted
@@ -592,7 +596,7 @@ def write_figures(
     """
     _check(df)
     fig_dir = Path(out_dir) / "figures"
-    summary = _summary(df, seed, planner_order)
+    summary = _summary(df, seed, planner_order) if summary is None else summary
     builders = (
         completion_figure(df, seed=seed, planner_order=planner_order, summary=summary),
         pareto_figure(df, seed=seed, planner_order=planner_order, summary=summary),

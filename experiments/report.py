@@ -98,7 +98,7 @@ def render(
             ]
         merged.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
-    write_figures(df, out_dir, seed=seed, planner_order=order)
+    write_figures(df, out_dir, seed=seed, planner_order=order, summary=summary)
     return format_completion_table(summary)
 
 

@@ -228,7 +228,7 @@ def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> tuple[str,
     df = load_records(out_dir / "episodes.jsonl")
     df.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
-    write_figures(df, out_dir, seed=seed, planner_order=list(planner_order))
+    write_figures(df, out_dir, seed=seed, planner_order=list(planner_order), summary=summary)
     return format_completion_table(summary), df
 
 
