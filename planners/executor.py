@@ -326,6 +326,7 @@ class PlanExecutor:
 
     async def execute(self, plan: Plan) -> PlannerResult:
         pending = list(plan.steps)
+        final = plan.steps[-1].id  # the step that produces the answer is never skipped
         last_ok: str | None = None
         while pending:
             done = {sid for sid, st in self.status.items() if st in ("success", "skipped")}
@@ -350,8 +351,7 @@ class PlanExecutor:
                     failures.append(outcome)
             for failed in failures:
                 needed = any(failed.step.id in s.depends_on for s in pending)
-                is_last = not pending and failed is failures[-1] and last_ok != failed.step.id
-                if self.policy.skip_independent and not needed and not is_last:
+                if self.policy.skip_independent and not needed and failed.step.id != final:
                     self.status[failed.step.id] = "skipped"
                     self.stats.skipped_steps += 1
                     self.trace.append({"event": "skip", "id": failed.step.id, "t": clock.now()})
@@ -369,6 +369,7 @@ class PlanExecutor:
                             None, "reported_unreachable", failed.message, self.stats, self.trace
                         )
                     pending = list(new.steps)
+                    final = new.steps[-1].id
                     break
                 stop: StopReason = (
                     "precondition_failed" if failed.failure == "precondition" else "tool_failure"
