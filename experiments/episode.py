@@ -18,7 +18,6 @@ from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
 from envs.rng import derive_seed
 from envs.tools import ToolCallRecord
-from experiments.metrics import FAILURE_MODES  # noqa: F401 - re-exported, one canonical list
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import ROLES, EpisodeLLM, LLMBackend
 from planners.llm.profiles import ModelProfile
