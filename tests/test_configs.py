@@ -59,6 +59,15 @@ def test_every_llm_config_builds(llm: str, monkeypatch: pytest.MonkeyPatch) -> N
 def test_every_experiment_composes(experiment: str) -> None:
     cfg = composed(f"experiment={experiment}")
     assert cfg.planner and cfg.env
+    assert cfg != composed()  # a named experiment changes the run it names
+    for spec in cfg.planner.values():
+        assert isinstance(instantiate(spec), Planner)
+
+
+def test_seed_tables_runs_the_four_architectures_of_the_article() -> None:
+    cfg = composed("experiment=seed_tables")
+    assert list(cfg.planner) == ["react", "plan_execute", "plan_execute_replan", "tot"]
+    assert cfg.report_extra == "seed_tables" and cfg.faults.name == "default"
 
 
 def test_default_runs_every_planner_and_env_at_three_complexities() -> None:
