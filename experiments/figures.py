@@ -290,11 +290,7 @@ def completion_figure(
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners = _ordered_planners(df, planner_order)
-        colors = planner_colors(planners)
-        envs = _envs(df)
-        fig = new_figure(_width(len(envs), len(planners)), 2.5)
-        axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
+        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.5)
         dodge = 0.5 / max(len(planners), 1)
         for ax, env in zip(axes, envs, strict=True):
             cells = summary[summary["env"] == env]
@@ -349,11 +345,7 @@ def pareto_figure(
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners = _ordered_planners(df, planner_order)
-        colors = planner_colors(planners)
-        envs = _envs(df)
-        fig = new_figure(_width(len(envs), len(planners)), 2.7)
-        axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
+        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.7)
         levels = _ordered_complexities(list(summary["complexity"]))
         extra_markers = iter(("D", "v", "P", "X", "*", "<", ">"))
         markers = {c: COMPLEXITY_MARKERS.get(c) or next(extra_markers, "o") for c in levels}
@@ -409,11 +401,7 @@ def latency_cdf_figure(
     del seed  # same signature as the other figures; nothing random here
     _check(df)
     with paper_style():
-        planners = _ordered_planners(df, planner_order)
-        colors = planner_colors(planners)
-        envs = _envs(df)
-        fig = new_figure(_width(len(envs), len(planners)), 2.5)
-        axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
+        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.5)
         for ax, env in zip(axes, envs, strict=True):
             for planner in planners:
                 mask = (df["env"] == env) & (df["planner"] == planner)
@@ -536,6 +524,17 @@ def failure_modes_figure(
             ncols = 2 if width <= SINGLE_COLUMN_IN else 3
             fig.legend(handles=handles, loc="outside lower center", ncols=ncols, columnspacing=1.0)
     return fig
+
+
+def _panels(
+    df: pd.DataFrame, planner_order: Sequence[str] | None, height: float
+) -> tuple[list[str], dict[str, str], list[str], Figure, Any]:
+    """Planners in order, their colours, the envs, and one panel per env sharing y."""
+    planners = _ordered_planners(df, planner_order)
+    envs = _envs(df)
+    fig = new_figure(_width(len(envs), len(planners)), height)
+    axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
+    return planners, planner_colors(planners), envs, fig, axes
 
 
 def _summary(df: pd.DataFrame, seed: int, planner_order: Sequence[str] | None) -> pd.DataFrame:
