@@ -19,7 +19,7 @@ from envs.faults import FaultRule
 from envs.rng import derive_seed
 from envs.tools import ToolCallRecord
 from planners.base import Planner, PlannerResult, TaskView
-from planners.llm.base import ROLES, EpisodeLLM, LLMBackend
+from planners.llm.base import ROLES, Budget, BudgetExhausted, EpisodeLLM, LLMBackend
 from planners.llm.profiles import ModelProfile
 
 _PREMISE_ERRORS = frozenset({"not_found", "bad_args"})
@@ -115,19 +115,24 @@ async def run_episode(
     rules: Sequence[FaultRule],
     seed: int,
     trial: int,
+    budget: Budget | None = None,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """Run one episode; any exception that is not an agent-level failure is a harness_error."""
     wall0 = time.perf_counter()
     seed_keys = (seed, task.env, task.task_id, trial)
     trace: list[dict[str, Any]] = []
     episode_tools = env.make_tools(task, rules=rules, seed_keys=seed_keys)
-    llm = EpisodeLLM(backend, models, trace=trace)
+    llm = EpisodeLLM(backend, models, trace=trace, budget=budget)
     sim_clock = clock.SimClock()
     error = ""
     try:
         with clock.use_clock(sim_clock):
             view = TaskView(task.task_id, task.goal, derive_seed(seed, trial, planner_name))
-            result = await planner.run(view, episode_tools.toolbox, llm)
+            try:
+                result = await planner.run(view, episode_tools.toolbox, llm)
+            except BudgetExhausted as exc:  # the same clean stop for every planner
+                trace.append({"event": "budget_exhausted", "detail": str(exc)})
+                result = PlannerResult(None, "budget", str(exc))
         grade = env.grade(task, result.answer, episode_tools.calls)
         mode = classify(result, grade, episode_tools.calls, task)
     except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
@@ -206,6 +211,7 @@ def simulate(
     seed: int = 0,
     trial: int = 0,
     faults_label: str = "custom",
+    budget: Budget | None = None,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """One episode with the simulated LLM, synchronously (tests, notebooks, benchmarks).
 
@@ -223,7 +229,7 @@ def simulate(
     if models is None:
         sim_cfg = Path(__file__).resolve().parents[1] / "configs" / "llm" / "sim.yaml"
         models = model_profiles(OmegaConf.to_container(OmegaConf.load(sim_cfg)))  # type: ignore[arg-type]
-    keys = (seed, task.env, task.task_id, trial, planner_name)
+    keys = (seed, task.env, task.task_id, trial)  # never the planner: same prompt, same answer
     backend = SimLLM(skill, env.oracle(task), seed_keys=keys)
     return asyncio.run(
         run_episode(
@@ -238,5 +244,6 @@ def simulate(
             seed=seed,
             trial=trial,
             faults_label=faults_label,
+            budget=budget,
         )
     )

@@ -28,6 +28,7 @@ from envs.faults import FaultConfig
 from experiments.episode import EpisodeRecord, run_episode
 from experiments.llm_factory import BackendFactory, llm_label, model_profiles
 from planners.base import Planner
+from planners.llm.base import Budget
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,11 @@ async def run_jobs(
     factory = BackendFactory(llm_cfg)
     models = model_profiles(llm_cfg)
     label = llm_label(llm_cfg)
+    budget_cfg = cfg.get("budget") or {}
+    budget = Budget(
+        max_tokens=budget_cfg.get("max_tokens_per_episode"),
+        max_calls=budget_cfg.get("max_llm_calls_per_episode"),
+    )
     writer = OrderedWriter(
         out_dir / "episodes.jsonl",
         out_dir / "traces.jsonl" if cfg.write_traces else None,
@@ -161,7 +167,7 @@ async def run_jobs(
         async with semaphore:
             env = envs[job.env_name]
             seed_keys = (int(cfg.seed), job.task.env, job.task.task_id, job.trial)
-            backend = factory.for_episode(env, job.task, (*seed_keys, job.planner_name))
+            backend = factory.for_episode(env, job.task, seed_keys)  # never keyed by planner
             record, trace = await run_episode(
                 planner_name=job.planner_name,
                 planner=planners[job.planner_name],
@@ -174,6 +180,7 @@ async def run_jobs(
                 rules=faults.rules,
                 seed=int(cfg.seed),
                 trial=job.trial,
+                budget=budget,
             )
             writer.put(job.index, record, trace)
             bar.update(1)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from envs import clock
-from planners.llm.base import EpisodeLLM, Message
+from planners.llm.base import EpisodeLLM, Message, Request
 from planners.llm.openai_backend import OpenAIBackend
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
@@ -151,7 +151,9 @@ def generate(backend: OpenAIBackend, *batches: Sequence[Message]) -> list[str]:
     async def go() -> list[str]:
         out = []
         for messages in batches:
-            c = await backend.generate(messages, role="executor", model=MODELS["default"])
+            c = await backend.generate(
+                messages, role="executor", model=MODELS["default"], request=Request("t")
+            )
             out.append(c.text)
         return out
 
@@ -211,7 +213,7 @@ def test_disk_cache_makes_repeats_free_and_stores_no_key(
     fresh = OpenAIBackend("fake", base_url=server.url, cache_dir=str(cache))
 
     async def cached() -> tuple[int | None, int | None]:
-        c = await fresh.generate(a, role="executor", model=MODELS["default"])
+        c = await fresh.generate(a, role="executor", model=MODELS["default"], request=Request("t"))
         return c.prompt_tokens, c.completion_tokens
 
     assert asyncio.run(cached()) == (PROMPT_TOKENS, COMPLETION_TOKENS)

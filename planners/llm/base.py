@@ -8,6 +8,9 @@ totals per role (planner, executor, evaluator, replanner, rollout).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,6 +21,38 @@ from planners.llm.tokens import count_messages, count_text
 
 Message = Mapping[str, str]
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")
+
+
+class BudgetExhausted(Exception):
+    """A compute budget of the episode would be exceeded by the next call: the planner stops.
+
+    Raised by :meth:`EpisodeLLM.complete` *before* the call, so no planner can overshoot a
+    budget by more than the calls it already had in flight."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Per-episode compute limits that bind every planner alike (None = unlimited)."""
+
+    max_tokens: int | None = None
+    max_calls: int | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """The identity of one LLM request in an episode: what was asked, and how many times the
+    very same messages were asked before in this episode. Backends key their random draws
+    (sim) and their response cache (real models) by it, never by who sends the request, so the
+    same prompt gets the same answer from whichever planner sends it, and the k-th identical
+    request (a second proposal, another rollout) is a distinct request."""
+
+    digest: str
+    occurrence: int = 0
+
+    @staticmethod
+    def digest_of(messages: Sequence[Message]) -> str:
+        material = json.dumps([[m["role"], m["content"]] for m in messages], ensure_ascii=False)
+        return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -34,7 +69,7 @@ class LLMBackend(Protocol):
     name: str
 
     async def generate(
-        self, messages: Sequence[Message], *, role: str, model: ModelProfile
+        self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion: ...
 
 
@@ -59,6 +94,7 @@ class EpisodeLLM:
         models: Mapping[str, ModelProfile],
         *,
         trace: list[dict[str, Any]] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if "default" not in models:
             raise ValueError("models must contain a 'default' profile")
@@ -66,6 +102,8 @@ class EpisodeLLM:
         self.models = models
         self.usage = Usage()
         self.trace = trace if trace is not None else []
+        self.budget = budget or Budget()
+        self._asked: Counter[str] = Counter()
 
     def model_for(self, role: str) -> ModelProfile:
         return self.models.get(role, self.models["default"])
@@ -74,9 +112,14 @@ class EpisodeLLM:
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         model = self.model_for(role)
+        counted_prompt = count_messages(messages)
+        self._check_budget(counted_prompt)
+        digest = Request.digest_of(messages)
+        request = Request(digest, self._asked[digest])
+        self._asked[digest] += 1
         start = clock.now()
-        out = await self.backend.generate(messages, role=role, model=model)
-        prompt = out.prompt_tokens if out.prompt_tokens is not None else count_messages(messages)
+        out = await self.backend.generate(messages, role=role, model=model, request=request)
+        prompt = out.prompt_tokens if out.prompt_tokens is not None else counted_prompt
         completion = (
             out.completion_tokens if out.completion_tokens is not None else count_text(out.text)
         )
@@ -101,3 +144,14 @@ class EpisodeLLM:
             }
         )
         return out.text
+
+    def _check_budget(self, prompt_tokens: int) -> None:
+        """Refuse a call that would cross a budget (its prompt alone is known beforehand)."""
+        b, u = self.budget, self.usage
+        if b.max_calls is not None and u.calls + 1 > b.max_calls:
+            raise BudgetExhausted(f"LLM call budget of {b.max_calls} calls reached")
+        used = u.prompt_tokens + u.completion_tokens
+        if b.max_tokens is not None and used + prompt_tokens > b.max_tokens:
+            raise BudgetExhausted(
+                f"token budget of {b.max_tokens} reached ({used} used, next prompt {prompt_tokens})"
+            )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planners.llm.base import Completion, Message
+from planners.llm.base import Completion, Message, Request
 from planners.llm.profiles import ModelProfile
 
 
@@ -77,7 +77,7 @@ class OpenAIBackend:
         return self.cache / digest[:2] / f"{digest}.json"
 
     async def generate(
-        self, messages: Sequence[Message], *, role: str, model: ModelProfile
+        self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
         path = self._cache_path(messages)
         if path is not None and path.exists():

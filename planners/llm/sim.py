@@ -44,7 +44,7 @@ from planners.formats import (
     parse_step_lines,
     render_candidates,
 )
-from planners.llm.base import Completion, Message
+from planners.llm.base import Completion, Message, Request
 from planners.llm.profiles import ModelProfile, SkillProfile
 from planners.llm.tokens import count_messages
 
@@ -159,9 +159,9 @@ class SimLLM:
         self._initial: _Gold | None = None
 
     async def generate(
-        self, messages: Sequence[Message], *, role: str, model: ModelProfile
+        self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
-        rng = derive_rng(*self.seed_keys, "llm", self.calls)
+        rng = derive_rng(*self.seed_keys, "llm", request.digest, request.occurrence)
         self.calls += 1
         # The requested format is stated in the system message or the last message; a growing
         # transcript in between is only read when the request needs its observations.
