@@ -9,6 +9,7 @@ from planners.llm.base import EpisodeLLM
 from planners.search_support import (
     PartialPlanProblem,
     make_executor,
+    never_parsed,
     plan_text,
     record_tree,
 )
@@ -59,6 +60,9 @@ class BFSPlanner(Planner):
         )
         record_tree(llm, result)
         executor = make_executor(self.policy, tools, llm, task)
+        if never_parsed(problem, executor.stats):
+            detail = "no proposal followed the format"
+            return PlannerResult(None, "malformed_output", detail, executor.stats, llm.trace)
         if result.best_state is None:
             return PlannerResult(
                 None, "budget", "search found no complete plan", executor.stats, llm.trace

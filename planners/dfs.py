@@ -69,6 +69,7 @@ class _ExecutionTree:
         self.branching = branching
         self.system = react_system(tools.catalogue())
         self.failed: list[tuple[str, str]] = []
+        self.parsed = self.unparseable = 0  # proposals that followed the format, or not
         self.scores: dict[int, float] = {}
 
     def _messages(self, path: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -125,9 +126,13 @@ class _ExecutionTree:
             [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
             role="planner",
         )
-        candidates = parse_candidates(text)[: self.branching]
+        notes: list[str] = []
+        candidates = parse_candidates(text, notes)[: self.branching]
+        self.stats.plan_repairs += bool(notes)
         if not candidates:
+            self.unparseable += 1
             return []
+        self.parsed += 1
         listing = render_candidates([(c.thought, c.action, c.action_input) for c in candidates])
         verdict = await self.llm.complete(
             [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
@@ -207,6 +212,9 @@ class DFSPlanner(Planner):
         )
         record_tree(llm, result)
         node = result.best_state
+        if tree.parsed == 0 and tree.unparseable:  # the model never kept the format
+            detail = "no proposal followed the format"
+            return PlannerResult(None, "malformed_output", detail, stats, llm.trace)
         if node is None or node.action is None:
             if result.nodes_expanded >= self.max_nodes:
                 return PlannerResult(

@@ -15,6 +15,7 @@ from planners.plan import PlanError, parse_plan
 from planners.search_support import (
     PartialPlanProblem,
     make_executor,
+    never_parsed,
     plan_text,
     record_tree,
 )
@@ -90,4 +91,7 @@ class MCTSPlanner(Planner):
                 llm.trace.append({"event": "line_rejected", "reason": err.reason})
                 continue
             break
+        if never_parsed(problem, executor.stats):
+            detail = "no proposal followed the format"
+            return PlannerResult(None, "malformed_output", detail, executor.stats, llm.trace)
         return await executor.execute_text(text or plan_text(task.goal, ()))

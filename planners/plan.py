@@ -18,6 +18,8 @@ import json_repair
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
+from planners.formats import is_truncated, json_unclosed
+
 __all__ = [
     "DEFAULT_RETRY_LIMIT",
     "Plan",
@@ -369,6 +371,8 @@ def _load_json(text: str, notes: list[str]) -> tuple[Any, bool]:
         raise PlanError("too_deep", "JSON nesting too deep") from None
     except ValueError:
         pass
+    if json_unclosed(candidate) or is_truncated(text):  # the formats' one tolerance policy
+        raise PlanError("malformed_json", "plan JSON cut off: a truncated plan is not repaired")
     try:
         value = json_repair.loads(candidate)
     except RecursionError:

@@ -52,6 +52,7 @@ class ReActPlanner(Planner):
                 )
                 continue
             parse_failures = 0
+            stats.plan_repairs += bool(turn.repairs)  # the one tolerance policy, counted
             if turn.action == FINISH:
                 answer = str(turn.action_input.get("answer", "") or "")
                 status = str(turn.action_input.get("status", "success")).lower()

@@ -74,6 +74,8 @@ class PartialPlanProblem:
         self.accept = accept
         self.scores: dict[Steps, float] = {(): 1.0}
         self.unparseable = 0
+        self.parsed = 0  # proposals that parsed (none at all: the model never kept the format)
+        self.repairs = 0  # proposals accepted only after a lenient repair
 
     def _messages(self, state: Steps, instruction: str) -> list[dict[str, str]]:
         so_far = "[" + ", ".join(state) + "]"
@@ -99,11 +101,14 @@ class PartialPlanProblem:
         text = await self.llm.complete(
             self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
         )
+        notes: list[str] = []
         try:
-            candidates = parse_step_candidates(text)
+            candidates = parse_step_candidates(text, notes)
         except OutputParseError:
             self.unparseable += 1
             return []
+        self.parsed += 1
+        self.repairs += bool(notes)
         unique = list(dict.fromkeys(dumps(c) for c in candidates))[: self.branching]
         if self.judge and unique:
             listing = "\n".join(f"Candidate {i}: {c}" for i, c in enumerate(unique, 1))
@@ -152,8 +157,11 @@ class PartialPlanProblem:
             text = await self.llm.complete(
                 self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
             )
+            notes: list[str] = []
             try:
-                candidates = [dumps(c) for c in parse_step_candidates(text)]
+                candidates = [dumps(c) for c in parse_step_candidates(text, notes)]
+                self.parsed += 1
+                self.repairs += bool(notes)
             except OutputParseError:
                 self.unparseable += 1
                 candidates = []
@@ -175,6 +183,13 @@ def plan_text(goal: str, state: Steps) -> str:
     """The Plan JSON of a partial plan (its ``done`` marker dropped)."""
     steps = [json.loads(s) for s in state]
     return json.dumps({"goal": goal, "steps": [s for s in steps if not s.get("done")]})
+
+
+def never_parsed(problem: PartialPlanProblem, stats: PlannerStats) -> bool:
+    """Carry the proposals' repairs into ``stats``; True if no proposal ever parsed, which
+    every planner reports the same way: ``malformed_output``."""
+    stats.plan_repairs += problem.repairs
+    return problem.parsed == 0 and problem.unparseable > 0
 
 
 def make_executor(

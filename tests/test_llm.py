@@ -109,7 +109,8 @@ def test_react_parser_rejects_non_format() -> None:
         with pytest.raises(OutputParseError):
             parse_action_turn(bad)
     assert parse_score("Score: 0.7") == 0.7
-    assert parse_score("Score: 3") == 1.0
+    assert parse_score("Score: 3") == 0.3  # a bare number above 1: a 10-point scale
+    assert parse_score("Score: 300") == 1.0  # off every scale: clipped
 
 
 def test_unknown_role_is_refused() -> None:
