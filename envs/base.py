@@ -39,6 +39,7 @@ class Grade:
     progress: float  # share of required facts present in the final answer
     trap_in_answer: bool = False  # the answer carries facts from a locally attractive dead end
     trap_touched: bool = False  # the agent opened a trap document at some point
+    saw_missing_data: bool = False  # the agent observed that required data does not exist
     detail: str = ""
 
 
@@ -70,6 +71,13 @@ class Env(Protocol):
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade: ...
 
     def oracle(self, task: Task) -> Oracle: ...
+
+    def exposure(
+        self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
+    ) -> list[str]:
+        """Fault kinds drawn for this episode before any planner acts, on the calls a correct
+        solution makes (sorted, unique): the planner-independent denominator of recovery."""
+        ...
 
 
 def wrap_tools(

@@ -32,6 +32,10 @@ class SimClock:
 
 
 _CURRENT: ContextVar[SimClock | None] = ContextVar("planarena_clock", default=None)
+# Whether concurrently issued LLM calls overlap in simulated time (one switch for every
+# planner: ``concurrent_llm_calls`` in the config). Off, they are charged one after another,
+# as with a server that serves one request at a time.
+_CONCURRENT: ContextVar[bool] = ContextVar("planarena_concurrent_calls", default=True)
 
 
 def current_clock() -> SimClock:
@@ -65,6 +69,29 @@ def use_clock(clock: SimClock) -> Iterator[SimClock]:
         _CURRENT.reset(token)
 
 
+@contextmanager
+def use_concurrency(concurrent: bool) -> Iterator[None]:
+    token = _CONCURRENT.set(concurrent)
+    try:
+        yield
+    finally:
+        _CONCURRENT.reset(token)
+
+
+async def gather(*aws: Awaitable[T]) -> list[T]:
+    """The one clock-aware gather for concurrent LLM calls (and searches' expansions): each
+    awaitable runs on its own branch of the clock and the caller resumes at the latest end;
+    with concurrency switched off they run one after another on the caller's clock. Results
+    are in argument order either way."""
+    if not _CONCURRENT.get() or len(aws) <= 1:
+        return [await aw for aw in aws]
+
+    async def branch(aw: Awaitable[T]) -> T:
+        return await aw
+
+    return await run_parallel([lambda aw=aw: branch(aw) for aw in aws])
+
+
 async def run_parallel(branches: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run branches concurrently in simulated time; the caller resumes at the latest end."""
     parent = current_clock()
@@ -77,8 +104,13 @@ async def run_parallel(branches: Sequence[Callable[[], Awaitable[T]]]) -> list[T
             value = await branch()
             return value, clock.now
 
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(one(b)) for b in branches]
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(b)) for b in branches]
+    except BaseExceptionGroup as group_error:
+        # the first branch's error, as a sequential run would have raised it (a budget
+        # stop, or our own bug): callers handle one exception, never a group
+        raise group_error.exceptions[0] from None
     outcomes = [t.result() for t in tasks]
     parent.now = max([start, *(end for _, end in outcomes)])
     return [value for value, _ in outcomes]

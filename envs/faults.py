@@ -3,9 +3,15 @@
 Each rule names a fault kind, the tools it applies to, a rate and a *scope* that says what one
 draw covers:
 
-- ``call``: every call draws afresh (transient 503, 429 with retry-after, timeouts, and
-  "200 but wrong" results, which return normally with a needed field null); a burst
-  cap bounds how many consecutive calls with the same args can fail, as real outages end;
+- ``call``: every call draws afresh (timeouts, and "200 but wrong" results, which return
+  normally with a needed field null); a burst cap bounds how many consecutive calls with the
+  same args can fail;
+- ``window``: outages in *simulated time* (a 503 burst lasts seconds, not calls): time is cut
+  into slots of ``slot_s`` seconds, each slot of each tool starts an outage with probability
+  ``rate`` at a drawn offset, lasting ``duration_s`` (an outage may run into the next slot).
+  Every call inside an outage fails, so an immediate retry fails again and a backoff that
+  waits the outage out succeeds. A 429 (any scope) blocks the tool until its retry-after has
+  elapsed: calls before then get the 429 again, so ignoring retry-after costs failures;
 - ``episode``: one draw per tool per episode (an invalid API key stays invalid);
 - ``args``: one draw per argument value, shared by all the rule's tools (a query that finds
   nothing finds nothing on the backup engine either; a password-protected PDF stays protected).
@@ -25,7 +31,7 @@ from envs import clock
 from envs.rng import uniform01
 from envs.tools import CallCounter, Toolbox, ToolboxWrapper, ToolError, args_key
 
-Scope = Literal["call", "episode", "args"]
+Scope = Literal["call", "episode", "args", "window"]
 
 _MESSAGES = {
     "http_503": "503 Service Unavailable",
@@ -58,6 +64,8 @@ class FaultRule(BaseModel):
     max_consecutive: int = Field(default=2, ge=1)  # scope=call: longest burst on the same args
     cost_s: float = Field(default=0.2, ge=0.0)  # simulated time a faulted call takes
     retry_after_s: float | None = None  # rate_limit_429: what the server asks for
+    slot_s: float = Field(default=30.0, gt=0.0)  # scope=window: one outage draw per slot
+    duration_s: float = Field(default=4.0, gt=0.0)  # scope=window: how long an outage lasts
     args_key: list[str] | None = None  # scope=args: which args identify the thing (default all)
     match: dict[str, str] | None = None  # only calls whose args[k] contains the text v
     corrupt_fields: list[str] = Field(default_factory=lambda: ["revenue"])  # wrong_result:
@@ -96,7 +104,66 @@ class FaultInjector(ToolboxWrapper):
         self.seed_keys = seed_keys
         self.counter = CallCounter()
         self._streak: dict[tuple[int, str, str], int] = {}
+        self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
         self.injected = 0
+
+    def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
+        return uniform01(*self.seed_keys, "fault", index, rule.kind, tool) < rule.rate
+
+    def _in_outage(self, index: int, rule: FaultRule, tool: str, t: float) -> bool:
+        """Whether simulated time ``t`` falls in an outage of ``tool`` (this slot's or the
+        previous slot's, which may run over)."""
+        slot = int(t // rule.slot_s)
+        for k in (slot, slot - 1):
+            if k < 0:
+                continue
+            if uniform01(*self.seed_keys, "outage", index, rule.kind, tool, k) >= rule.rate:
+                continue
+            start = (k + uniform01(*self.seed_keys, "outage-at", index, tool, k)) * rule.slot_s
+            if start <= t < start + rule.duration_s:
+                return True
+        return False
+
+    def predrawn(self, tool: str, args: Mapping[str, Any]) -> list[str]:
+        """Fault kinds a call of ``tool`` with ``args`` meets whoever makes it and whenever:
+        the episode- and argument-scoped draws (a dead key, a locked PDF, a query that finds
+        nothing). These are fixed before any planner acts, so they give every planner the
+        same denominator for recovery metrics."""
+        kinds = []
+        for index, rule in enumerate(self.rules):
+            if not rule.applies(tool, args) or rule.scope not in ("episode", "args"):
+                continue
+            if rule.scope == "episode":
+                hit = self._episode_hit(index, rule, tool)
+            else:
+                key = self._key(rule, args)
+                hit = uniform01(*self.seed_keys, "fault", index, rule.kind, key) < rule.rate
+            if hit:
+                kinds.append(rule.kind)
+        return kinds
+
+    def facts(self) -> dict[str, Any]:
+        """World facts a pre-condition may check before a call: whether each tool's API key is
+        valid (an ``invalid_api_key`` draw is a property of the world, checkable without
+        calling), whether each tool's service is up right now (not in an outage window) and
+        whether the network is reachable."""
+        names = self.inner.names()
+        key_valid = dict.fromkeys(names, True)
+        service_up = dict.fromkeys(names, True)
+        t = clock.now()
+        for index, rule in enumerate(self.rules):
+            for tool in rule.tools:
+                if tool not in key_valid or rule.rate <= 0.0:
+                    continue
+                if rule.kind == "invalid_api_key" and rule.scope == "episode":
+                    key_valid[tool] = key_valid[tool] and not self._episode_hit(index, rule, tool)
+                if rule.scope == "window" and self._in_outage(index, rule, tool, t):
+                    service_up[tool] = False
+        return {
+            **self.inner.facts(),
+            "api_key_valid": key_valid,
+            "service_up": service_up,
+        }
 
     def _key(self, rule: FaultRule, args: Mapping[str, Any]) -> str:
         if rule.args_key is None:
@@ -106,16 +173,27 @@ class FaultInjector(ToolboxWrapper):
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         key = args_key(args)
         attempt = self.counter.next(name, key)
+        now = clock.now()
+        if now < self._blocked_until.get(name, -1.0):  # still inside a 429's retry-after
+            self.injected += 1
+            clock.advance(0.05)
+            raise ToolError(
+                "rate_limit_429",
+                f"{name}: {_MESSAGES['rate_limit_429']} (retry after "
+                f"{self._blocked_until[name] - now:.1f} s)",
+                retry_after=self._blocked_until[name] - now,
+                injected=True,
+            )
         for index, rule in enumerate(self.rules):
             if not rule.applies(name, args):
                 continue
             if rule.scope == "episode":
-                hit = uniform01(*self.seed_keys, "fault", index, rule.kind, name) < rule.rate
+                hit = self._episode_hit(index, rule, name)
+            elif rule.scope == "window":
+                hit = self._in_outage(index, rule, name, now)
             elif rule.scope == "args":
-                hit = (
-                    uniform01(*self.seed_keys, "fault", index, rule.kind, self._key(rule, args))
-                    < rule.rate
-                )
+                key = self._key(rule, args)
+                hit = uniform01(*self.seed_keys, "fault", index, rule.kind, key) < rule.rate
             else:
                 streak_key = (index, name, key)
                 streak = self._streak.get(streak_key, 0)
@@ -131,6 +209,8 @@ class FaultInjector(ToolboxWrapper):
                 return result
             if hit:
                 self.injected += 1
+                if rule.kind == "rate_limit_429" and rule.retry_after_s:
+                    self._blocked_until[name] = now + rule.retry_after_s
                 clock.advance(rule.cost_s)
                 raise ToolError(
                     rule.kind,

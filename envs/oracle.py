@@ -47,13 +47,24 @@ class GoldStep:
     args: dict[str, Any]
     deps: list[str] = field(default_factory=list)
     post: list[str] = field(default_factory=list)
+    pre: list[str] = field(default_factory=list)  # world facts to check before the call
     fallback: str | None = None
     trap: GoldStep | None = None  # the same step done the attractive wrong way
     trap_plan: list[GoldStep] | None = None  # an attractive wrong way to go on from here
 
 
 class Oracle(Protocol):
-    def remaining(self, observations: Sequence[Obs]) -> list[GoldStep]: ...
+    def remaining(
+        self, observations: Sequence[Obs], overlooked: frozenset[str] = frozenset()
+    ) -> list[GoldStep]:
+        """The right remaining steps *as a model sees them*: observations whose keys are in
+        ``overlooked`` are taken at face value (their subtle warning sign was missed)."""
+        ...
+
+    def subtle(self, observation: Obs) -> bool:
+        """Whether an observation carries a warning sign a model may miss (a stale date, a
+        null field): the model's chance to overlook it is a skill (``p_miss_signal``)."""
+        ...
 
     def answer(self, observations: Sequence[Obs]) -> str | None: ...
 

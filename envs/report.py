@@ -340,8 +340,23 @@ def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Gr
     branches = branches_of(task)
     trap_urls = {b.press_url for b in branches if b.stale_trap}
     touched = any(c.tool == "parse_pdf" and c.args.get("url") in trap_urls for c in calls)
+    # evidence that a missing report is missing: the regulator's registry said so for the
+    # unpublished branch (a search that finds nothing might just be a bad query)
+    saw_missing = any(
+        c.tool == "fetch_filing"
+        and c.error_kind == "not_found"
+        and any(
+            not b.published
+            and str(c.args.get("company", "")).lower() == b.company.lower()
+            and c.args.get("year") == b.year
+            for b in branches
+        )
+        for c in calls
+    )
     if not answer:
-        return Grade(False, 0.0, trap_touched=touched, detail="no answer")
+        return Grade(
+            False, 0.0, trap_touched=touched, saw_missing_data=saw_missing, detail="no answer"
+        )
     lines = answer.lower().splitlines()
     found = 0
     trap_in_answer = False
@@ -360,6 +375,7 @@ def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Gr
         progress,
         trap_in_answer=trap_in_answer,
         trap_touched=touched,
+        saw_missing_data=saw_missing,
         detail=f"{found}/{required} facts",
     )
 
@@ -390,6 +406,20 @@ class ReportEnv:
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
         return grade(task, answer, calls)
+
+    def exposure(
+        self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
+    ) -> list[str]:
+        from envs.faults import FaultInjector
+        from envs.report_oracle import precise_queries
+
+        injector = FaultInjector(ReportWorld(task), rules, seed_keys=seed_keys)
+        kinds: set[str] = set()
+        for b in branches_of(task):
+            kinds.update(injector.predrawn("search_web", {"query": precise_queries(b)[0]}))
+            if b.published:
+                kinds.update(injector.predrawn("parse_pdf", {"url": b.report_url}))
+        return sorted(kinds)
 
     def oracle(self, task: Task) -> ReportOracle:
         from envs.report_oracle import ReportOracle

@@ -57,9 +57,31 @@ class ReportOracle:
     def hallucinated_tools(self) -> list[str]:
         return ["get_financials", "download_report", "web_lookup", "summarize_report"]
 
-    def _states(self, observations: Sequence[Obs]) -> tuple[dict[str, _BranchState], set[str]]:
+    def subtle(self, observation: Obs) -> bool:
+        """A parsed or extracted document of the wrong year, or an extract with a null figure
+        (a "200 but wrong" payload): plausible at a glance, wrong on a careful read."""
+        o = observation
+        if o.error is not None or not isinstance(o.result, dict):
+            return False
+        if o.tool == "parse_pdf":
+            hit = self.world.urls.get(str(o.args.get("url")))
+            return hit is not None and hit[1]
+        if o.tool == "extract_data":
+            doc = self.world.docs.get(str(o.args.get("doc_id")))
+            nulls = None in (o.result.get("revenue"), o.result.get("profit"))
+            return doc is not None and (doc[1] or nulls)
+        return False
+
+    def _states(
+        self, observations: Sequence[Obs], overlooked: frozenset[str] = frozenset()
+    ) -> tuple[dict[str, _BranchState], set[str]]:
         states = {b.company: _BranchState(bad_queries=set()) for b in self.branches}
-        dead_tools = {o.tool for o in observations if o.error == "invalid_api_key"}
+        dead_tools = {
+            o.tool
+            for o in observations
+            if o.error == "invalid_api_key"
+            or (o.error == "precondition" and f"api_key_valid.{o.tool}" in str(o.result))
+        }
         for o in observations:
             if o.tool in SEARCH_TOOLS:
                 query = str(o.args.get("query", ""))
@@ -82,6 +104,7 @@ class ReportOracle:
                 if hit is None:
                     continue
                 b, stale = hit
+                stale = stale and o.key not in overlooked
                 st = states[b.company]
                 if o.error == "password_protected" and not stale:
                     st.protected = True
@@ -103,15 +126,19 @@ class ReportOracle:
                     o.result.get("revenue"),
                     o.result.get("profit"),
                 )
+                figures = figures or o.key in overlooked
                 if doc is not None and figures:  # a "200 but wrong" payload is no data
                     b, stale = doc
+                    stale = stale and o.key not in overlooked
                     if stale:
                         states[b.company].stale_data = o.key
                     else:
                         states[b.company].data = o.key
         return states, dead_tools
 
-    def remaining(self, observations: Sequence[Obs]) -> list[GoldStep]:
+    def remaining(
+        self, observations: Sequence[Obs], overlooked: frozenset[str] = frozenset()
+    ) -> list[GoldStep]:
         """The correct remaining steps, branch by branch, then the summary (empty when done).
 
         Where a model holds stale figures for the next branch, the attractive wrong move is to
@@ -120,7 +147,19 @@ class ReportOracle:
         """
         if self.answer(observations) is not None:
             return []
-        states, dead = self._states(observations)
+        states, dead = self._states(observations, overlooked)
+        if overlooked and all(st.data is not None for st in states.values()):
+            last_data = max(
+                i
+                for i, o in enumerate(observations)
+                for st in states.values()
+                if o.key == st.data
+            )
+            if any(
+                o.tool == "generate_summary" and o.error is None
+                for o in observations[last_data + 1 :]
+            ):
+                return []  # it believes the report it holds is complete
         for b in self.branches:
             st = states[b.company]
             if st.no_report and st.filing_missing and st.data is None:
@@ -194,6 +233,7 @@ class ReportOracle:
                     tool,
                     {"query": query},
                     post=["result.count > 0"],
+                    pre=[f"api_key_valid.{tool} == true"],
                     fallback=fallback,
                 )
                 if b.stale_trap and st.stale_doc is None:
@@ -202,6 +242,7 @@ class ReportOracle:
                         tool,
                         {"query": vague_query(b)},
                         post=["result.count > 0"],
+                        pre=[f"api_key_valid.{tool} == true"],
                         fallback=fallback,
                     )
                 parse = GoldStep(

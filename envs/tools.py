@@ -119,6 +119,11 @@ class Toolbox:
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
+    def facts(self) -> dict[str, Any]:
+        """World facts a plan's pre-conditions may check (e.g. ``api_key_valid.search_web``);
+        reading them costs no call. A world or wrapper adds what it knows."""
+        return {"internet_accessible": True}
+
 
 class ToolboxWrapper(Toolbox):
     """Base class of wrappers: forwards everything to ``inner``."""
@@ -128,6 +133,9 @@ class ToolboxWrapper(Toolbox):
 
     def catalogue(self) -> list[ToolSpec]:
         return self.inner.catalogue()
+
+    def facts(self) -> dict[str, Any]:
+        return self.inner.facts()
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.inner.call(name, args)

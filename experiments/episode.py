@@ -21,6 +21,7 @@ from envs.tools import ToolCallRecord
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import ROLES, Budget, BudgetExhausted, EpisodeLLM, LLMBackend
 from planners.llm.profiles import ModelProfile
+from search import use_gather
 
 _PREMISE_ERRORS = frozenset({"not_found", "bad_args"})
 _HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
@@ -37,6 +38,7 @@ class EpisodeRecord(BaseModel):
     trial: int
     llm: str
     faults: str
+    config_id: str
     success: bool
     progress: float
     failure_mode: str
@@ -59,6 +61,9 @@ class EpisodeRecord(BaseModel):
     skipped_steps: int
     backtracks: int
     plan_repairs: int
+    postcondition_catches: int
+    checked_calls: int
+    exposed_faults: str
     latency_s: float
     cost_usd: float
     detail: str
@@ -72,12 +77,10 @@ def classify(
     if grade.success:
         return "none"
     stop = result.stop
-    if task.unreachable and stop in ("reported_unreachable", "gave_up"):
+    if stop == "reported_unreachable" and task.unreachable and grade.saw_missing_data:
         return "correctly_reported_unreachable"  # the honest outcome, not a completion
-    if stop == "reported_unreachable":
-        return (
-            "correctly_reported_unreachable" if task.unreachable else "gave_up_after_tool_failure"
-        )
+    if stop == "reported_unreachable":  # said so without having established it
+        return "gave_up_after_tool_failure"
     if stop == "answered":
         return "dead_end" if grade.trap_in_answer else "false_success"
     if stop == "malformed_output":
@@ -87,8 +90,8 @@ def classify(
     if stop == "plan_error":
         reason = result.detail.split(":")[0]
         return "hallucinated_tool_call" if reason in _HALLUCINATION_REASONS else "plan_logic_error"
-    if stop == "precondition_failed":
-        return "precondition_unverified"
+    if stop == "precondition_failed":  # the premise *was* checked, and nothing recovered
+        return "gave_up_after_tool_failure"
     failed = [c for c in calls if not c.ok]
     last = failed[-1].error_kind if failed else None
     if "postcondition" in result.detail:  # a result that looked fine locally was wrong
@@ -116,6 +119,8 @@ async def run_episode(
     seed: int,
     trial: int,
     budget: Budget | None = None,
+    config_id: str = "",
+    concurrent_llm_calls: bool = True,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """Run one episode; any exception that is not an agent-level failure is a harness_error."""
     wall0 = time.perf_counter()
@@ -123,10 +128,15 @@ async def run_episode(
     trace: list[dict[str, Any]] = []
     episode_tools = env.make_tools(task, rules=rules, seed_keys=seed_keys)
     llm = EpisodeLLM(backend, models, trace=trace, budget=budget)
+    exposure = env.exposure(task, rules=rules, seed_keys=seed_keys)
     sim_clock = clock.SimClock()
     error = ""
     try:
-        with clock.use_clock(sim_clock):
+        with (
+            clock.use_clock(sim_clock),
+            clock.use_concurrency(concurrent_llm_calls),
+            use_gather(clock.gather),
+        ):
             view = TaskView(task.task_id, task.goal, derive_seed(seed, trial, planner_name))
             try:
                 result = await planner.run(view, episode_tools.toolbox, llm)
@@ -154,6 +164,7 @@ async def run_episode(
         trial=trial,
         llm=llm_label,
         faults=faults_label,
+        config_id=config_id,
         success=grade.success,
         progress=round(grade.progress, 6),
         failure_mode=mode,
@@ -172,6 +183,9 @@ async def run_episode(
         skipped_steps=result.stats.skipped_steps,
         backtracks=result.stats.backtracks,
         plan_repairs=result.stats.plan_repairs,
+        postcondition_catches=result.stats.postcondition_catches,
+        checked_calls=result.stats.checked_successes,
+        exposed_faults="+".join(exposure),
         latency_s=round(sim_clock.now, 6),
         cost_usd=round(usage.cost_usd, 8),
         detail=(error or result.detail)[:300],

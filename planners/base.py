@@ -50,6 +50,8 @@ class PlannerStats:
     skipped_steps: int = 0
     backtracks: int = 0  # branches a search abandoned after their action failed
     plan_repairs: int = 0  # plans that needed lenient JSON repair
+    checked_successes: int = 0  # tool calls that returned normally inside a plan step
+    postcondition_catches: int = 0  # ... whose result a code-checked post-condition rejected
 
 
 @dataclass

@@ -230,4 +230,6 @@ class DFSPlanner(Planner):
         answer = str(node.action.action_input.get("answer", "") or "")
         if result.best_value and answer:
             return PlannerResult(answer, "answered", "", stats, llm.trace)
-        return PlannerResult(None, "gave_up", answer or "model gave up", stats, llm.trace)
+        status = str(node.action.action_input.get("status", "success")).lower()
+        stop = "reported_unreachable" if status == "failure" else "gave_up"
+        return PlannerResult(None, stop, answer or "model gave up", stats, llm.trace)

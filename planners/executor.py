@@ -25,7 +25,8 @@ from planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planners.prompts import REPLAN_USER, plan_system
 from search import topological_layers
 
-MALFORMED_REASONS = frozenset({"malformed_json", "too_large", "too_deep", "schema", "empty_plan"})
+# An empty plan parses: it is a plan with a logic error (nothing to run), not malformed output.
+MALFORMED_REASONS = frozenset({"malformed_json", "too_large", "too_deep", "schema"})
 
 
 @dataclass(frozen=True)
@@ -203,9 +204,10 @@ class PlanExecutor:
         ctx: dict[str, Any] = {
             sid: {"status": st, "result": self.results.get(sid)} for sid, st in self.status.items()
         }
+        facts = self.tools.facts()
         ctx.update(
             {
-                "internet_accessible": True,
+                **facts,
                 "remaining_budget_usd": self.policy.budget_usd - self.llm.usage.cost_usd,
                 "context": {
                     "documents": [
@@ -246,8 +248,37 @@ class PlanExecutor:
         return outcome
 
     async def _run_step(self, step: PlanStep) -> StepOutcome:
+        tool, tries, policy = step.tool, 0, self.policy
         ok, cond, invalid = self._check(step.pre_conditions, None)
+        if not ok and not invalid and policy.fallback and step.fallback and tool in cond:
+            # a pre-condition about the step's own tool (its key, its service) failed: the
+            # fallback tool is the rung for that, checked by the same conditions renamed
+            renamed = [c.replace(f".{tool} ", f".{step.fallback} ") for c in step.pre_conditions]
+            ok, cond, invalid = self._check(renamed, None)
+            if ok:
+                self.trace.append(
+                    {
+                        "event": "fallback",
+                        "id": step.id,
+                        "from": tool,
+                        "to": step.fallback,
+                        "reason": "precondition",
+                        "t": clock.now(),
+                    }
+                )
+                self.stats.fallbacks += 1
+                tool = step.fallback
         if not ok:
+            if not invalid:  # what the replanner reads: the step was blocked, and why
+                self.log.append(
+                    step_line(
+                        step.id,
+                        tool,
+                        step.args,
+                        f"ERROR precondition: {cond} does not hold (checked before calling)",
+                        False,
+                    )
+                )
             return StepOutcome(
                 step,
                 False,
@@ -258,7 +289,6 @@ class PlanExecutor:
             args = resolve_args(step, self.results)
         except PlanError as err:
             return StepOutcome(step, False, failure="unresolved_input", message=str(err))
-        tool, tries, policy = step.tool, 0, self.policy
         while True:
             try:
                 result = await self.tools.call(tool, args)
@@ -304,7 +334,9 @@ class PlanExecutor:
                 )
             self.log.append(step_line(step.id, tool, args, observation_text(result), True))
             ok, cond, invalid = self._check(step.post_conditions, result)
+            self.stats.checked_successes += 1
             if not ok:
+                self.stats.postcondition_catches += int(not invalid)
                 return StepOutcome(
                     step,
                     False,

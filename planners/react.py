@@ -58,7 +58,9 @@ class ReActPlanner(Planner):
                 status = str(turn.action_input.get("status", "success")).lower()
                 if status == "success" and answer:
                     return PlannerResult(answer, "answered", "", stats, trace)
-                return PlannerResult(None, "gave_up", answer or "model gave up", stats, trace)
+                # finishing with status failure is the model saying the goal is out of reach
+                stop = "reported_unreachable" if status == "failure" else "gave_up"
+                return PlannerResult(None, stop, answer or "model gave up", stats, trace)
             call = (turn.action, observation_text(turn.action_input))
             if call == previous:
                 stats.retries += 1

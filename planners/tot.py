@@ -82,8 +82,8 @@ class _PlanTree:
 
     async def actions(self, state: State) -> Sequence[str]:
         width = self.beam_width if state[0] == 0 else self.branching
-        texts = await clock.run_parallel([lambda: self._propose(state)] * width)
-        scores = await clock.run_parallel([lambda t=t: self._judge(t) for t in texts])
+        texts = await clock.gather(*(self._propose(state) for _ in range(width)))
+        scores = await clock.gather(*(self._judge(t) for t in texts))
         for text, score in zip(texts, scores, strict=True):
             self.scores[(state[0] + 1, text)] = max(
                 score, self.scores.get((state[0] + 1, text), 0.0)

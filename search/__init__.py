@@ -11,7 +11,14 @@ from search.bfs import bfs, bfs_async
 from search.dfs import dfs, dfs_async
 from search.graph import critical_path_length, topological_layers
 from search.mcts import mcts, mcts_async, ucb1
-from search.problem import AsyncProblem, Problem, SyncAdapter, gather_ordered, run_sync
+from search.problem import (
+    AsyncProblem,
+    Problem,
+    SyncAdapter,
+    gather_ordered,
+    run_sync,
+    use_gather,
+)
 from search.result import SearchNode, SearchResult
 
 __all__ = [
@@ -28,6 +35,7 @@ __all__ = [
     "dfs",
     "dfs_async",
     "gather_ordered",
+    "use_gather",
     "mcts",
     "mcts_async",
     "run_sync",

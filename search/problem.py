@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -18,7 +19,7 @@ S = TypeVar("S")
 A = TypeVar("A")
 T = TypeVar("T")
 
-__all__ = ["AsyncProblem", "Problem", "SyncAdapter", "gather_ordered", "run_sync"]
+__all__ = ["AsyncProblem", "Problem", "SyncAdapter", "gather_ordered", "run_sync", "use_gather"]
 
 
 class Problem(Protocol[S, A]):
@@ -123,6 +124,22 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     )
 
 
+Gather = Callable[..., Awaitable[list[Any]]]
+# A caller may install its own order-preserving gather (e.g. one that charges concurrent
+# branches in its own notion of time); the search algorithms stay unaware of it.
+_GATHER: ContextVar[Gather | None] = ContextVar("_GATHER", default=None)
+
+
+@contextmanager
+def use_gather(gather: Gather) -> Iterator[None]:
+    """Run searches in this context with ``gather`` for their concurrent expansions."""
+    token = _GATHER.set(gather)
+    try:
+        yield
+    finally:
+        _GATHER.reset(token)
+
+
 async def gather_ordered(*aws: Awaitable[T]) -> list[T]:
     """Await all, results in argument order: concurrent under a loop, sequential in run_sync.
 
@@ -130,4 +147,7 @@ async def gather_ordered(*aws: Awaitable[T]) -> list[T]:
     """
     if _SYNC_DRIVEN.get():
         return [await aw for aw in aws]
+    custom = _GATHER.get()
+    if custom is not None:
+        return list(await custom(*aws))
     return list(await asyncio.gather(*aws))

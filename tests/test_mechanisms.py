@@ -28,10 +28,13 @@ INVALID_KEY = FaultRule(kind="invalid_api_key", tools=["search_web"], rate=1.0, 
 
 def test_invalid_key_with_fallback_replan_recovers_static_fails() -> None:
     for task in tasks("medium", n=4):
-        static, _ = episode("plan_execute", task, rules=[INVALID_KEY])
+        static, static_trace = episode("plan_execute", task, rules=[INVALID_KEY])
         assert not static.success
         assert static.failure_mode == "gave_up_after_tool_failure"
-        assert "invalid_api_key" in static.detail
+        # the plan's pre-condition on the world fact api_key_valid.search_web blocked the
+        # step before any call: the dead key is never called
+        assert "api_key_valid.search_web" in static.detail
+        assert not any(c["tool"] == "search_web" for c in static_trace["tool_calls"])
         replan, trace = episode("plan_execute_replan", task, rules=[INVALID_KEY])
         assert replan.success, replan.detail
         assert replan.fallbacks >= 1

@@ -27,12 +27,47 @@ class SkillProfile(BaseModel):
     w_unchecked: float = Field(1.0, ge=0)  # ... in a plan: omits a step's post-conditions
     p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair
     p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
-    evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise
+    evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise (grows with
+    # the prompt like the error rate)
     rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
+    p_miss_signal: float = Field(0.3, ge=0, le=1)  # overlooks a subtle warning sign in an
+    # observation (a stale date, a null field) and takes it at face value
+    p_persist: float = Field(0.3, ge=0, le=1)  # after a failed action, repeats it rather
+    # than changing course (commitment to the current line)
+    systematic_share: float = Field(0.5, ge=0, le=1)  # share of the error rate that is a
+    # wrong *belief* at the decision point (shared by proposer and judge, not fixed by
+    # sampling again) rather than a sampling slip (fixed by sampling again)
 
     def error_rate(self, prompt_tokens: int) -> float:
         """Chance a decision is wrong, growing with the prompt's length."""
         return min(0.95, (1.0 - self.p_correct) * (1.0 + prompt_tokens / self.context_scale_tokens))
+
+    def judge_noise(self, prompt_tokens: int) -> float:
+        """The judge's noise, growing with the prompt's length like the error rate."""
+        return self.evaluator_noise * (1.0 + prompt_tokens / self.context_scale_tokens)
+
+    def scaled(self, factor: float) -> SkillProfile:
+        """The same model family, ``factor`` times as error-prone (a smaller model): every
+        error probability is multiplied (capped at 1), noise and optimism too."""
+        if factor == 1.0:
+            return self
+
+        def up(p: float) -> float:
+            return min(1.0, p * factor)
+
+        return self.model_copy(
+            update={
+                "name": f"{self.name}x{factor:g}",
+                "p_correct": max(0.0, 1.0 - (1.0 - self.p_correct) * factor),
+                "p_trap": up(self.p_trap),
+                "p_malformed": up(self.p_malformed),
+                "p_sloppy_json": up(self.p_sloppy_json),
+                "evaluator_noise": self.evaluator_noise * factor,
+                "rollout_optimism": up(self.rollout_optimism),
+                "p_miss_signal": up(self.p_miss_signal),
+                "p_persist": up(self.p_persist),
+            }
+        )
 
 
 SKILLS: dict[str, SkillProfile] = {
@@ -44,6 +79,8 @@ SKILLS: dict[str, SkillProfile] = {
         p_sloppy_json=0.0,
         evaluator_noise=0.0,
         rollout_optimism=0.0,
+        p_miss_signal=0.0,
+        p_persist=0.0,
     ),
     "strong": SkillProfile(name="strong"),
     "weak": SkillProfile(
@@ -54,6 +91,8 @@ SKILLS: dict[str, SkillProfile] = {
         p_sloppy_json=0.15,
         evaluator_noise=0.3,
         rollout_optimism=0.6,
+        p_miss_signal=0.5,
+        p_persist=0.5,
     ),
 }
 
@@ -69,6 +108,8 @@ class ModelProfile(BaseModel):
     s_per_input_token: float = Field(0.00004, ge=0)
     usd_per_mtok_input: float = Field(2.5, ge=0)
     usd_per_mtok_output: float = Field(10.0, ge=0)
+    error_scale: float = Field(1.0, ge=0)  # simulated LLM only: this model's error
+    # probabilities are the skill profile's times this (a cheaper model is a weaker one)
 
     def latency(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (

@@ -16,6 +16,7 @@ ask for, with what information, and what they do with the answers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -33,7 +34,7 @@ from envs.oracle import (
     Ref,
     literal_args,
 )
-from envs.rng import derive_rng
+from envs.rng import derive_rng, uniform01
 from planners.formats import (
     FINISH,
     OutputParseError,
@@ -49,22 +50,63 @@ from planners.llm.profiles import ModelProfile, SkillProfile
 from planners.llm.tokens import count_messages
 
 _STEP_ID = re.compile(r"\bstep_(\d+)\b")
-# How good a candidate *looks* to a judge before its noise: a trap looks nearly right (that is
-# what makes it a trap); an invented tool looks wrong. These describe candidates, not planners.
-PERCEIVED = {
-    "right": 0.9,
-    "unchecked": 0.85,
-    "fallback": 0.75,
-    "trap": 0.65,
-    "early": 0.4,
-    "premise": 0.3,
-    "other": 0.3,
-    "invented": 0.05,
+_FAILED_STEP = re.compile(r"^Failed step: (\S+)", re.MULTILINE)
+
+# The shape of a belief. At a decision point the model prefers one option (the one it thinks
+# is right: usually the right one; a trap if it is fooled; a mistake if it is confused) and
+# values it in PREFERRED; every other option it can see gets a value drawn in its LOOK range.
+# These describe how options *look*, never who asks: proposing samples from the belief,
+# judging reads the same belief (plus the judge's noise), a rollout imagines from it.
+PREFERRED = (0.85, 0.98)
+LOOK = {
+    "right": (0.55, 0.75),  # when the model prefers another option, the right one still looks fair
+    "trap": (0.55, 0.8),  # locally attractive: that is what makes it a trap
+    "fallback": (0.5, 0.7),  # a reasonable second choice
+    "persist": (0.3, 0.6),  # doing the failed thing again
+    "early": (0.2, 0.45),  # answering with what is in hand
+    "unchecked": (0.5, 0.7),  # a plan step without its checks
+    "dependency": (0.2, 0.45),  # a plan step with a dependency forgotten
+    "premise": (0.1, 0.35),  # a guessed argument
+    "stop": (0.05, 0.3),  # giving up
+    "invented": (0.02, 0.2),  # a tool that does not exist
+    "other": (0.1, 0.3),
 }
 # Mistake kinds that make sense for one action (a Thought/Action turn or candidate) and for
-# one step written into a plan.
-ACTION_MISTAKES = ("hallucinate", "premise", "stop")
-PLAN_MISTAKES = ("hallucinate", "premise", "stop", "dependency", "unchecked")
+# one step written into a plan, with the skill weight that picks among them.
+ACTION_MISTAKES = {
+    "invented": "w_hallucinate",
+    "premise": "w_premise",
+    "stop": "w_stop",  # gives up after a failure
+    "early": "w_stop",  # ... or, with no failure to give up on, answers with what it has
+}
+PLAN_MISTAKES = {
+    "invented": "w_hallucinate",
+    "premise": "w_premise",
+    "stop": "w_stop",
+    "dependency": "w_dependency",
+    "unchecked": "w_unchecked",
+}
+
+
+@dataclass
+class Belief:
+    """One model's view at one decision point: the option it prefers, and how good every
+    option it can see looks to it."""
+
+    top: str
+    values: dict[str, float]
+
+    def value(self, kind: str) -> float:
+        return self.values.get(kind, sum(LOOK["other"]) / 2)
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
+
+
+def _obs_signature(observations: Sequence[Obs]) -> str:
+    """What was observed, independent of how a prompt numbered it."""
+    return _digest(*((o.tool, dumps(o.args), o.error) for o in observations))
 
 
 @lru_cache(maxsize=65_536)
@@ -110,7 +152,7 @@ def _obs(key: str, tool: str, args: Any, text: str, ok: bool | None = None) -> O
     result, kind = _read_result(text)
     args = args if isinstance(args, dict) else {}
     if ok is False or kind is not None:
-        return Obs(key, tool, args, None, kind or "error")
+        return Obs(key, tool, args, text, kind or "error")  # the error text, for the oracle
     return Obs(key, tool, args, result, None)
 
 
@@ -147,7 +189,15 @@ class _Gold:
 
 
 class SimLLM:
-    """A simulated LLM bound to one task's oracle (one instance per episode)."""
+    """A simulated LLM bound to one task's oracle (one instance per episode).
+
+    Two kinds of randomness, kept apart on purpose. A *belief* belongs to a decision point
+    (what has been observed, which step is next) and is drawn from the episode's seed and
+    that point only, so every request about the same point, from a proposer, a judge or a
+    rollout, of any planner, sees the same belief. A *sample* belongs to one request (a hash
+    of its messages and its occurrence in the episode), so the same prompt gets the same
+    answer and asking again gives a fresh sample.
+    """
 
     name = "sim"
 
@@ -155,189 +205,116 @@ class SimLLM:
         self.skill = skill
         self.oracle = oracle
         self.seed_keys = seed_keys
-        self.calls = 0
         self._initial: _Gold | None = None
+        self._skills: dict[float, SkillProfile] = {}
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
+        del role  # the model profile, not the caller's role, decides how skilled the model is
         rng = derive_rng(*self.seed_keys, "llm", request.digest, request.occurrence)
-        self.calls += 1
+        scale = model.error_scale
+        if scale not in self._skills:
+            self._skills[scale] = self.skill.scaled(scale)
+        skill = self._skills[scale]
         # The requested format is stated in the system message or the last message; a growing
         # transcript in between is only read when the request needs its observations.
         system = messages[0]["content"] if messages else ""
         last = messages[-1]["content"] if messages else ""
-        err = self.skill.error_rate(count_messages(messages))
+        tokens = count_messages(messages)
+        d = _Decider(self, skill, rng, tokens)
         if "candidate next actions" in last:
-            text = self._propose_actions(messages, rng, err, last)
+            text = d.propose_actions(messages, last)
         elif "candidate next steps for the plan" in last:
-            text = self._propose_steps(last, rng, err)
+            text = d.propose_steps(last)
         elif "Rate each candidate" in last:
-            text = self._rate_candidates(messages, rng)
+            text = d.rate_candidates(messages)
         elif "Rate this plan" in last:
-            text = self._rate_plan(last, rng)
+            text = d.rate_plan(last)
         elif "Imagine carrying out" in last:
-            text = self._rollout(last, rng)
+            text = d.rollout(last)
         elif "Action Input:" in system and "Respond in exactly this format" in system:
-            text = self._act(messages, rng, err)
+            text = d.act(messages)
         elif "Respond with a Plan JSON" in system:
-            text = self._plan(last, rng, err)
+            text = d.plan(last)
         else:
             text = "I am not sure what is being asked."
         return Completion(text=text)
 
-    # --- shared decision machinery ---------------------------------------------------------
+    # --- what the model sees -----------------------------------------------------------------
 
-    def _mistake(self, rng: random.Random, kinds: Sequence[str]) -> str:
-        s = self.skill
-        weights = {
-            "hallucinate": s.w_hallucinate,
-            "premise": s.w_premise,
-            "stop": s.w_stop,
-            "dependency": s.w_dependency,
-            "unchecked": s.w_unchecked,
-        }
-        pool = [(k, weights[k]) for k in kinds if weights[k] > 0]
+    def overlooked(
+        self, skill: SkillProfile, obs: Sequence[Obs], flagged: frozenset[str] = frozenset()
+    ) -> frozenset[str]:
+        """Keys of observations whose subtle warning sign this model misses (one draw per
+        observation: reading the same observation again does not make it more noticeable).
+        An observation a check has flagged explicitly is never missed."""
+        return frozenset(
+            o.key
+            for o in obs
+            if o.key not in flagged
+            and self.oracle.subtle(o)
+            and uniform01(*self.seed_keys, "notice", o.tool, dumps(o.args), dumps(o.result))
+            < skill.p_miss_signal
+        )
+
+    def belief(
+        self, skill: SkillProfile, point: str, available: Sequence[str], err: float, mistakes: dict
+    ) -> Belief:
+        """The model's belief at a decision point: drawn from the point alone (so proposer,
+        judge and rollout share it); ``err`` (from the request's prompt length) sets how
+        likely a confused belief is, through the same draw, so a longer prompt can only make
+        the same model more confused."""
+
+        def u(*keys: object) -> float:
+            return uniform01(*self.seed_keys, "belief", point, *keys)
+
+        top = "right"
+        if "trap" in available and u("trap") < skill.p_trap:
+            top = "trap"
+        elif "persist" in available and u("persist") < skill.p_persist:
+            top = "persist"
+        elif u("confused") < err * skill.systematic_share:
+            top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
+        values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in available}
+        values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
+        return Belief(top, values)
+
+    @staticmethod
+    def _weighted(
+        skill: SkillProfile, mistakes: dict[str, str], available: Sequence[str], x: float
+    ) -> str | None:
+        pool = [(k, getattr(skill, w)) for k, w in mistakes.items() if k in available]
+        pool = [(k, w) for k, w in pool if w > 0]
+        total = sum(w for _, w in pool)
         if not pool:
-            return "none"
-        x = rng.random() * sum(w for _, w in pool)
+            return None
+        x *= total
         for kind, w in pool:
             x -= w
             if x < 0:
                 return kind
         return pool[-1][0]
 
-    def _guess(self, value: Any) -> Any:
+    def guess(self, value: Any) -> Any:
         """A made-up value standing where a not-yet-known result should be."""
         if isinstance(value, Ref):
             tail = "_".join(value.path) or "data"
             return f"{value.key.split(':')[-1]}-{tail}"
         if isinstance(value, dict):
-            return {k: self._guess(v) for k, v in value.items()}
+            return {k: self.guess(v) for k, v in value.items()}
         if isinstance(value, list):
-            return [self._guess(v) for v in value]
+            return [self.guess(v) for v in value]
         return value
 
-    def _maybe_break(self, text: str, rng: random.Random, malformed: bool) -> str:
-        if not malformed:
-            return text
-        cut = rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
-        return text[:cut]
-
-    def _option(
-        self, kind: str, gold: list[GoldStep], obs: list[Obs], rng: random.Random
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The action of one kind at this point, as (tool, literal args); None if none."""
-        if not gold:
-            return FINISH, {"answer": self.oracle.answer(obs) or "", "status": "success"}
-        g = gold[0]
-        if kind == "early":  # submit the figures seen so far, believing them enough
-            return FINISH, {"answer": self.oracle.partial_answer(obs), "status": "success"}
-        if g.tool == REPORT_UNREACHABLE:
-            return (FINISH, {"answer": "", "status": "failure"}) if kind == "right" else None
-        if kind == "right":
-            return g.tool, literal_args(g.args, obs)
-        if kind == "trap":
-            attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
-            if attractive is None:
-                return None
-            if attractive.tool == SUBMIT_ANSWER:
-                return self._option("early", gold, obs, rng)
-            return attractive.tool, literal_args(attractive.args, obs)
-        if kind == "fallback":
-            return (g.fallback, literal_args(g.args, obs)) if g.fallback else None
-        if kind == "invented":
-            return rng.choice(self.oracle.hallucinated_tools()), literal_args(g.args, obs)
-        if kind == "premise":
-            ahead = gold[1] if len(gold) > 1 else g
-            return ahead.tool, self._guess(ahead.args)
-        if kind == "stop":
-            return FINISH, {"answer": "", "status": "failure"}
-        return None
-
-    def _decide_action(
-        self, gold: list[GoldStep], obs: list[Obs], rng: random.Random, err: float
-    ) -> tuple[str, str, str, dict[str, Any]]:
-        """One acting decision: (kind, thought, tool, args)."""
-        kind = "right"
-        if gold and gold[0].tool == REPORT_UNREACHABLE:
-            kind = "early" if rng.random() < err else "right"  # may paper over the gap
-        elif gold:
-            g = gold[0]
-            if (g.trap or g.trap_plan) and rng.random() < self.skill.p_trap:
-                kind = "trap"
-            elif rng.random() < err:
-                mistake = self._mistake(rng, ACTION_MISTAKES)
-                kind = {"hallucinate": "invented", "premise": "premise"}.get(mistake, "stop")
-                if kind == "stop" and not (obs and obs[-1].error is not None):
-                    kind = "early"  # without a failure to give up on, it stops by answering
-        option = self._option(kind, gold, obs, rng)
-        assert option is not None
-        tool, args = option
-        if not gold:
-            thought = "The report is complete."
-        elif tool == FINISH:
-            reason = gold[0].args.get("reason", "")
-            thought = {
-                "right": f"The goal cannot be reached: {reason}.",
-                "stop": "The tool keeps failing; I cannot complete this.",
-            }.get(kind, "I have enough to answer.")
-        else:
-            thought = f"Next I need {tool} to make progress on the report."
-        return kind, thought, tool, args
-
-    # --- acting (one Thought/Action turn, or several candidate actions) ------------------
-
-    def _act(self, messages: Sequence[Message], rng: random.Random, err: float) -> str:
-        obs = _transcript_observations(messages)
-        malformed = rng.random() < self.skill.p_malformed
-        _, thought, tool, args = self._decide_action(self.oracle.remaining(obs), obs, rng, err)
-        text = f"Thought: {thought}\nAction: {tool}\nAction Input: {dumps(args)}"
-        return self._maybe_break(text, rng, malformed)
-
-    def _propose_actions(
-        self, messages: Sequence[Message], rng: random.Random, err: float, last: str
-    ) -> str:
-        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
-        obs = _transcript_observations(messages)
-        gold = self.oracle.remaining(obs)
-        _, thought, tool, args = self._decide_action(gold, obs, rng, err)
-        chosen = [(thought, tool, args)]
-        kinds = ["right", "trap", "fallback", "invented", "premise", "early"]
-        others = [o for k in kinds if (o := self._option(k, gold, obs, rng)) is not None]
-        rng.shuffle(others)
-        for t, a in others:
-            if len(chosen) >= k:
-                break
-            if all((t, a) != (c[1], c[2]) for c in chosen):
-                chosen.append((f"Alternatively, {t}.", t, a))
-        text = render_candidates(chosen)
-        return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
-
-    def _action_kind(
-        self, tool: str, args: dict[str, Any], gold: list[GoldStep], obs: list[Obs]
-    ) -> str:
-        """Which kind of move a candidate is (judging draws nothing: it only compares)."""
-        if tool != FINISH and tool not in self.oracle.tool_names():
-            return "invented"
-        for kind in ("right", "trap", "fallback", "premise", "early"):
-            option = self._option(kind, gold, obs, random.Random(0))
-            if option is None or option[0] != tool:
-                continue
-            if option[1] == args or (tool == FINISH and option[1]["status"] == args.get("status")):
-                return kind
-        return "other"
-
-    # --- planning (plans, partial plans) ---------------------------------------------------
-
-    def _initial_gold(self) -> _Gold:
+    def initial_gold(self) -> _Gold:
         """The right plan before anything ran; it never changes within an episode, and
         partial-plan requests compare against it many times, so it is built once."""
         if self._initial is None:
             gold = self.oracle.remaining([])
             ids = {g.key: f"step_{1 + i}" for i, g in enumerate(gold)}
-            rendered = [self._render_step(g, ids) for g in gold]
-            traps = [self._render_step(g.trap, ids) if g.trap else None for g in gold]
+            rendered = [render_step(g, ids) for g in gold]
+            traps = [render_step(g.trap, ids) if g.trap else None for g in gold]
             self._initial = _Gold(
                 gold,
                 ids,
@@ -348,183 +325,398 @@ class SimLLM:
             )
         return self._initial
 
-    def _plan(self, prompt: str, rng: random.Random, err: float) -> str:
+
+def render_step(g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
+    """A gold step as a model writes it into a Plan JSON."""
+
+    def ref_text(value: Any) -> Any:
+        if isinstance(value, Ref):
+            sid = ids.get(value.key, value.key)
+            path = ".".join(("result", *value.path))
+            return "{{" + f"{sid}.{path}" + "}}"
+        if isinstance(value, dict):
+            return {k: ref_text(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [ref_text(v) for v in value]
+        return value
+
+    deps = [ids.get(d, d) for d in g.deps]
+    return {
+        "id": ids[g.key],
+        "tool": g.tool,
+        "args": ref_text(g.args),
+        "depends_on": deps,
+        "pre_conditions": [*g.pre, *(f"{d}.status == success" for d in deps)],
+        "post_conditions": list(g.post),
+        "retry_limit": 3,
+        "fallback": g.fallback,
+    }
+
+
+class _Decider:
+    """Answers one request: the model, its skill for this request's model profile, the
+    request's own random stream and its prompt length."""
+
+    def __init__(self, sim: SimLLM, skill: SkillProfile, rng: random.Random, tokens: int):
+        self.sim = sim
+        self.oracle = sim.oracle
+        self.skill = skill
+        self.rng = rng
+        self.tokens = tokens
+        self.err = skill.error_rate(tokens)
+
+    # --- shared ------------------------------------------------------------------------------
+
+    def _slip(self) -> bool:
+        """A sampling slip: this sample departs from what the model believes."""
+        return self.rng.random() < self.err * (1.0 - self.skill.systematic_share)
+
+    def _sample(self, belief: Belief) -> str:
+        """One proposal from a belief: its preferred option, or after a slip another option
+        drawn in proportion to how good it looks."""
+        if not self._slip():
+            return belief.top
+        others = [(k, v) for k, v in belief.values.items() if k != belief.top]
+        return self._draw(others) or belief.top
+
+    def _draw(self, weighted: Sequence[tuple[str, float]]) -> str | None:
+        total = sum(v for _, v in weighted)
+        if not weighted or total <= 0:
+            return None
+        x = self.rng.random() * total
+        for kind, v in weighted:
+            x -= v
+            if x < 0:
+                return kind
+        return weighted[-1][0]
+
+    def _score(self, value: float) -> float:
+        noise = self.skill.judge_noise(self.tokens)
+        return min(1.0, max(0.0, value + self.rng.gauss(0.0, noise)))
+
+    def _break(self, text: str) -> str:
+        if self.rng.random() >= self.skill.p_malformed:
+            return text
+        cut = self.rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
+        return text[:cut]
+
+    # --- actions (a Thought/Action turn, candidate actions, judging them) -------------------
+
+    def _action_point(
+        self, messages: Sequence[Message]
+    ) -> tuple[list[Obs], list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
+        obs = _transcript_observations(messages)
+        overlooked = self.sim.overlooked(self.skill, obs)
+        gold = self.oracle.remaining(obs, overlooked)
+        options = self._action_options(gold, obs, overlooked)
+        point = _digest("act", _obs_signature(obs), gold[0].key if gold else "done")
+        belief = self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
+        return obs, gold, belief, options
+
+    def _action_options(
+        self, gold: list[GoldStep], obs: list[Obs], overlooked: frozenset[str]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every option the model can see at this point, as (tool, literal args)."""
+        if not gold:  # it believes the work is done: answer with what it holds
+            answer = self.oracle.answer(obs) or self.oracle.partial_answer(obs)
+            return {"right": (FINISH, {"answer": answer, "status": "success"})}
+        g = gold[0]
+        early = (FINISH, {"answer": self.oracle.partial_answer(obs), "status": "success"})
+        if g.tool == REPORT_UNREACHABLE:
+            return {"right": (FINISH, {"answer": "", "status": "failure"}), "early": early}
+        options: dict[str, tuple[str, dict[str, Any]]] = {
+            "right": (g.tool, literal_args(g.args, obs))
+        }
+        attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
+        if attractive is not None:
+            if attractive.tool == SUBMIT_ANSWER:
+                options["trap"] = early
+            else:
+                options["trap"] = (attractive.tool, literal_args(attractive.args, obs))
+        if g.fallback:
+            options["fallback"] = (g.fallback, literal_args(g.args, obs))
+        failed = obs[-1] if obs and obs[-1].error is not None else None
+        if failed is not None:
+            again = (failed.tool, dict(failed.args))
+            if again != options["right"]:
+                options["persist"] = again
+            options["stop"] = (FINISH, {"answer": "", "status": "failure"})
+        ahead = gold[1] if len(gold) > 1 else g
+        options["premise"] = (ahead.tool, self.sim.guess(ahead.args))
+        if obs and options.get("trap") != early:
+            options["early"] = early
+        tools = self.oracle.hallucinated_tools()
+        invented = tools[int(uniform01(*self.sim.seed_keys, "invent", g.key) * len(tools))]
+        options["invented"] = (invented, literal_args(g.args, obs))
+        # options that coincide with the right move are the right move
+        return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
+
+    @staticmethod
+    def _thought(kind: str, tool: str, gold: list[GoldStep]) -> str:
+        if not gold:
+            return "The report is complete."
+        if tool == FINISH:
+            reason = gold[0].args.get("reason", "")
+            return {
+                "right": f"The goal cannot be reached: {reason}.",
+                "stop": "The tool keeps failing; I cannot complete this.",
+            }.get(kind, "I have enough to answer.")
+        if kind == "persist":
+            return f"{tool} failed; I will try it again."
+        return f"Next I need {tool} to make progress on the report."
+
+    def act(self, messages: Sequence[Message]) -> str:
+        _, gold, belief, options = self._action_point(messages)
+        kind = self._sample(belief)
+        tool, args = options[kind]
+        text = (
+            f"Thought: {self._thought(kind, tool, gold)}\nAction: {tool}\n"
+            f"Action Input: {dumps(args)}"
+        )
+        return self._break(text)
+
+    def propose_actions(self, messages: Sequence[Message], last: str) -> str:
+        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
+        _, gold, belief, options = self._action_point(messages)
+        first = self._sample(belief)
+        kinds = [first]
+        rest = [(kk, v) for kk, v in belief.values.items() if kk != first]
+        while len(kinds) < k and rest:
+            pick = self._draw(rest)
+            if pick is None:
+                break
+            kinds.append(pick)
+            rest = [(kk, v) for kk, v in rest if kk != pick]
+        chosen = []
+        for n, kind in enumerate(kinds):
+            tool, args = options[kind]
+            thought = self._thought(kind, tool, gold)
+            chosen.append((thought if n == 0 else f"Alternatively: {thought}", tool, args))
+        return self._break(render_candidates(chosen))
+
+    def _action_kind(
+        self, tool: str, args: dict[str, Any], options: dict[str, tuple[str, dict[str, Any]]]
+    ) -> str:
+        for kind, (t, a) in options.items():
+            if t != tool:
+                continue
+            if a == args or (tool == FINISH and a.get("status") == args.get("status")):
+                return kind
+        if tool != FINISH and tool not in self.oracle.tool_names():
+            return "invented"
+        return "other"
+
+    # --- plans -------------------------------------------------------------------------------
+
+    def _step_point(self, state: str, g: GoldStep) -> str:
+        return _digest("step", state, g.key)
+
+    def _step_options(self, g: GoldStep) -> list[str]:
+        options = ["right", *PLAN_MISTAKES]
+        if g.trap is not None:
+            options.append("trap")
+        if not g.deps:
+            options.remove("dependency")
+        if not g.post:
+            options.remove("unchecked")
+        return options
+
+    def _step_belief(self, state: str, g: GoldStep) -> Belief:
+        return self.sim.belief(
+            self.skill, self._step_point(state, g), self._step_options(g), self.err, PLAN_MISTAKES
+        )
+
+    def _write_step(
+        self, kind: str, g: GoldStep, ids: dict[str, str]
+    ) -> tuple[dict[str, Any], bool]:
+        """The step of one kind as written: (step, whether the plan stops here)."""
+        step = g.trap if kind == "trap" and g.trap is not None else g
+        rendered = render_step(step, ids)
+        if kind == "invented":
+            tools = self.oracle.hallucinated_tools()
+            rendered["tool"] = tools[
+                int(uniform01(*self.sim.seed_keys, "invent", g.key) * len(tools))
+            ]
+        elif kind == "premise":
+            rendered["args"] = self.sim.guess(step.args)
+        elif kind == "stop":
+            return rendered, True
+        elif kind == "dependency":
+            rendered["depends_on"] = []
+            rendered["pre_conditions"] = list(step.pre)
+        elif kind == "unchecked":
+            rendered["post_conditions"] = []
+        return rendered, False
+
+    def plan(self, prompt: str) -> str:
         log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
         obs = [
             _obs(sid, tool, args, text, ok)
             for sid, tool, args, ok, text in parse_step_lines(log_part)
         ]
-        gold = self.oracle.remaining(obs)
-        if (
-            gold
-            and gold[0].trap_plan
-            and gold[0].trap_plan[0].tool != SUBMIT_ANSWER
-            and (rng.random() < self.skill.p_trap)
-        ):
-            gold = gold[0].trap_plan
+        failed_id = m.group(1) if (m := _FAILED_STEP.search(prompt)) else None
+        flagged = frozenset({failed_id}) if failed_id else frozenset()
+        overlooked = self.sim.overlooked(self.skill, obs, flagged)
+        gold = self.oracle.remaining(obs, overlooked)
+        state = _obs_signature(obs)
+        revising = (
+            _json_after(prompt, "A candidate plan:") if "Improve this plan" in prompt else None
+        )
+        if gold and gold[0].trap_plan and gold[0].trap_plan[0].tool != SUBMIT_ANSWER:
+            line = self.sim.belief(
+                self.skill, _digest("line", state), ["right", "trap"], self.err, {}
+            )
+            if line.top == "trap":
+                gold = gold[0].trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
         used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
         first = max(used, default=0) + 1
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
+        old = revising.get("steps") if isinstance(revising, dict) else None
         steps: list[dict[str, Any]] = []
-        for g in gold:
-            rendered, stop = self._decide_step(g, ids, rng, err)
+        persist = (
+            self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}")
+            if obs
+            else None
+        )
+        if persist is not None:
+            steps.append(persist)
+        for i, g in enumerate(gold):
+            belief = self._step_belief(state, g)
+            if isinstance(old, list) and i < len(old) and self._kind_of(old[i], i) == belief.top:
+                steps.append(old[i])  # a revision keeps what the model still believes right
+                continue
+            rendered, stop = self._write_step(self._sample(belief), g, ids)
             if stop:
                 break
             steps.append(rendered)
         plan = {"goal": getattr(getattr(self.oracle, "task", None), "goal", ""), "steps": steps}
-        text = json.dumps(plan, ensure_ascii=False, indent=2)
-        if rng.random() < self.skill.p_sloppy_json:
-            text = "```json\n" + text.replace("\n  ]\n}", ",\n  ]\n}") + "\n```"
-        return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
+        text = json.dumps(plan, ensure_ascii=False)
+        if self.rng.random() < self.skill.p_sloppy_json:
+            head, _, tail = text.rpartition("]}")
+            text = "```json\n" + head + ",]}" + tail + "\n```"
+        return self._break(text)
 
-    def _decide_step(
-        self, g: GoldStep, ids: dict[str, str], rng: random.Random, err: float
-    ) -> tuple[dict[str, Any], bool]:
-        """One plan-step decision: (the step as written, whether the plan stops here)."""
-        step = g
-        if g.trap is not None and rng.random() < self.skill.p_trap:
-            step = g.trap
-        rendered = self._render_step(step, ids)
-        if rng.random() < err:
-            kind = self._mistake(rng, PLAN_MISTAKES)
-            if kind == "hallucinate":
-                rendered["tool"] = rng.choice(self.oracle.hallucinated_tools())
-            elif kind == "premise":
-                rendered["args"] = self._guess(step.args)
-            elif kind == "stop":
-                return rendered, True
-            elif kind == "dependency" and rendered["depends_on"]:
-                rendered["depends_on"] = []
-                rendered["pre_conditions"] = []
-            else:
-                rendered["post_conditions"] = []
-        return rendered, False
-
-    def _render_step(self, g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
-        def ref_text(value: Any) -> Any:
-            if isinstance(value, Ref):
-                sid = ids.get(value.key, value.key)
-                path = ".".join(("result", *value.path))
-                return "{{" + f"{sid}.{path}" + "}}"
-            if isinstance(value, dict):
-                return {k: ref_text(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [ref_text(v) for v in value]
-            return value
-
-        deps = [ids.get(d, d) for d in g.deps]
+    def _persisted_step(
+        self, obs: list[Obs], failed_id: str | None, state: str, step_id: str
+    ) -> dict[str, Any] | None:
+        """A replanner committed to its line writes the failed step again, unchanged."""
+        failed = next((o for o in reversed(obs) if o.key == failed_id), None)
+        if failed is None or failed.error is None or failed.error == "precondition":
+            return None
+        belief = self.sim.belief(
+            self.skill, _digest("persist", state), ["right", "persist"], self.err, {}
+        )
+        if belief.top != "persist":
+            return None
         return {
-            "id": ids[g.key],
-            "tool": g.tool,
-            "args": ref_text(g.args),
-            "depends_on": deps,
-            "pre_conditions": [f"{d}.status == success" for d in deps],
-            "post_conditions": list(g.post),
+            "id": step_id,
+            "tool": failed.tool,
+            "args": dict(failed.args),
+            "depends_on": [],
+            "pre_conditions": [],
+            "post_conditions": [],
             "retry_limit": 3,
-            "fallback": g.fallback,
+            "fallback": None,
         }
 
-    def _step_kind(self, step: Any, i: int) -> str:
+    # --- partial plans (search planners) -----------------------------------------------------
+
+    def _kind_of(self, step: Any, i: int) -> str:
         """How step ``i`` of a written plan compares with the right plan."""
-        init = self._initial_gold()
+        init = self.sim.initial_gold()
         if isinstance(step, dict) and step.get("done"):
-            return "right" if i >= len(init.rendered) else "early"
+            return "right" if i >= len(init.rendered) else "stop"
         if not isinstance(step, dict) or i >= len(init.rendered):
             return "other"
         if step.get("tool") not in self.oracle.tool_names():
             return "invented"
         core = _core(step)
         if core == init.cores[i]:
-            return "right" if step.get("post_conditions") else "unchecked"
+            return "right" if step.get("post_conditions") or not init.gold[i].post else "unchecked"
         if core == init.trap_cores[i]:
             return "trap"
-        fallback = init.rendered[i].get("fallback")
-        if fallback and core[0] == fallback and core[1:] == init.cores[i][1:]:
-            return "fallback"
+        right = init.cores[i]
+        if core[0] == right[0] and core[2] == right[2]:
+            return "premise"  # the right tool with other arguments
+        if core[0] == right[0] and core[1] == right[1]:
+            return "dependency"
         return "other"
 
-    def _propose_steps(self, last: str, rng: random.Random, err: float) -> str:
+    def _point_belief(self, i: int) -> Belief:
+        """The belief about step ``i`` of a plan written before anything ran (shared by a
+        whole-plan writer, a step proposer, a judge and a rollout)."""
+        init = self.sim.initial_gold()
+        if i >= len(init.gold):
+            return Belief("right", {"right": PREFERRED[0]})
+        return self._step_belief(_obs_signature([]), init.gold[i])
+
+    def _plan_values(self, steps: list[Any]) -> tuple[float, bool]:
+        """(how good the plan looks to the model: as good as its weakest step; whether the
+        model believes every step is what it would write)."""
+        looks, believed = 1.0, True
+        for i, step in enumerate(steps):
+            kind = self._kind_of(step, i)
+            belief = self._point_belief(i)
+            looks = min(looks, belief.value(kind))
+            believed = believed and kind == belief.top
+        return looks, believed
+
+    def propose_steps(self, last: str) -> str:
         k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
         partial = _json_after(last, "Plan so far:")
         partial = partial if isinstance(partial, list) else []
-        init = self._initial_gold()
-        gold, ids, rendered, traps = init.gold, init.ids, init.rendered, init.traps
+        init = self.sim.initial_gold()
         i = len(partial)
-        if i >= len(gold):
-            primary: dict[str, Any] = {"done": True}
-        else:
-            primary, stop = self._decide_step(gold[i], ids, rng, err)
-            if stop:
-                primary = {"done": True}
-        chosen = [primary]
-        options: list[dict[str, Any]] = []
-        if i < len(gold):
-            options.append(rendered[i])
-            if traps[i]:
-                options.append(traps[i])  # type: ignore[arg-type]
-            if rendered[i].get("fallback"):
-                options.append({**rendered[i], "tool": rendered[i]["fallback"], "fallback": None})
-            options.append({**rendered[i], "tool": rng.choice(self.oracle.hallucinated_tools())})
-            options.append({"done": True})
-        rng.shuffle(options)
-        for o in options:
-            if len(chosen) >= k:
+        if i >= len(init.gold):
+            return self._break(json.dumps([{"done": True}]))
+        g = init.gold[i]
+        belief = self._point_belief(i)
+        kinds = [self._sample(belief)]
+        rest = [(kk, v) for kk, v in belief.values.items() if kk != kinds[0]]
+        while len(kinds) < k and rest:
+            pick = self._draw(rest)
+            if pick is None:
                 break
-            if all(_core(o) != _core(c) or o.get("done") != c.get("done") for c in chosen):
-                chosen.append(o)
-        text = json.dumps(chosen, ensure_ascii=False, indent=1)
-        return self._maybe_break(text, rng, rng.random() < self.skill.p_malformed)
+            kinds.append(pick)
+            rest = [(kk, v) for kk, v in rest if kk != pick]
+        chosen: list[dict[str, Any]] = []
+        for kind in kinds:
+            rendered, stop = self._write_step(kind, g, init.ids)
+            candidate = {"done": True} if stop else rendered
+            if candidate not in chosen:
+                chosen.append(candidate)
+        return self._break(json.dumps(chosen, ensure_ascii=False))
 
-    # --- judging and imagining ---------------------------------------------------------------
-
-    def _noisy(self, value: float, rng: random.Random) -> float:
-        return min(1.0, max(0.0, value + rng.gauss(0.0, self.skill.evaluator_noise)))
-
-    def _plan_quality(self, steps: list[Any]) -> tuple[float, bool]:
-        """(how good the plan looks, whether it would truly work as far as it goes)."""
-        rendered = self._initial_gold().rendered
-        kinds = [self._step_kind(s, i) for i, s in enumerate(steps)]
-        # a plan is as viable as its weakest step: one invented tool sinks it
-        looks = min((PERCEIVED[k] for k in kinds), default=PERCEIVED["right"])
-        if kinds and kinds[-1] == "early":  # declared complete too soon: visibly incomplete
-            looks = PERCEIVED["early"] * min(1.0, (len(kinds) - 1) / max(len(rendered), 1))
-        sound = all(k in ("right", "unchecked") for k in kinds)
-        return looks, sound
-
-    def _rate_candidates(self, messages: Sequence[Message], rng: random.Random) -> str:
+    def rate_candidates(self, messages: Sequence[Message]) -> str:
         last = messages[-1]["content"]
         partial = _json_after(last, "Plan so far:")
         lines = []
         if isinstance(partial, list):  # candidate plan steps
-            cands = [
-                _json_after(block, ":") for block in re.split(r"\n(?=Candidate \d+:)", last)[1:]
-            ]
-            for n, cand in enumerate(cands, 1):
-                looks, _ = self._plan_quality([*partial, cand])
-                lines.append(f"Score {n}: {self._noisy(looks, rng):.2f}")
+            blocks = re.split(r"\n(?=Candidate \d+:)", last)[1:]
+            for n, block in enumerate(blocks, 1):
+                looks, _ = self._plan_values([*partial, _json_after(block, ":")])
+                lines.append(f"Score {n}: {self._score(looks):.2f}")
         else:  # candidate actions
-            obs = _transcript_observations(messages)
-            gold = self.oracle.remaining(obs)
+            _, _, belief, options = self._action_point(messages)
             for n, turn in enumerate(parse_candidates(last), 1):
-                kind = self._action_kind(turn.action, turn.action_input, gold, obs)
-                lines.append(f"Score {n}: {self._noisy(PERCEIVED[kind], rng):.2f}")
-        return "\n".join(lines)
+                kind = self._action_kind(turn.action, turn.action_input, options)
+                lines.append(f"Score {n}: {self._score(belief.value(kind)):.2f}")
+        return self._break("\n".join(lines))
 
-    def _rate_plan(self, last: str, rng: random.Random) -> str:
+    def rate_plan(self, last: str) -> str:
         plan = _json_after(last, "Plan:")
         steps = plan.get("steps") if isinstance(plan, dict) else None
         if not isinstance(steps, list):
-            return f"Score: {self._noisy(PERCEIVED['invented'], rng):.2f}"
-        rendered = self._initial_gold().rendered
-        looks, _ = self._plan_quality(steps)
-        looks *= min(1.0, len(steps) / max(len(rendered), 1))  # a truncated plan looks worse
-        return f"Score: {self._noisy(looks, rng):.2f}"
+            return f"Score: {self._score(LOOK['invented'][0]):.2f}"
+        looks, _ = self._plan_values(steps)
+        looks *= min(1.0, len(steps) / max(len(self.sim.initial_gold().gold), 1))
+        return self._break(f"Score: {self._score(looks):.2f}")
 
-    def _rollout(self, last: str, rng: random.Random) -> str:
+    def rollout(self, last: str) -> str:
         partial = _json_after(last, "Plan so far:")
         steps = partial if isinstance(partial, list) else []
-        _, sound = self._plan_quality(steps)
-        success = sound or rng.random() < self.skill.rollout_optimism
+        _, believed = self._plan_values(steps)
+        success = believed or self.rng.random() < self.skill.rollout_optimism
         return f"Outcome: {'success' if success else 'failure'}"
