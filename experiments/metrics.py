@@ -1,13 +1,23 @@
 """Episode-level metrics for planarena result tables.
 
 Every number that ends up in a paper table is computed here, from the raw per-episode
-records, with methods stated in the docstrings so a reader can recompute them:
+records, with methods stated in the docstrings so a reader can recompute them. The unit of
+resampling is the **task** (trials of one task are correlated), identified by
+:func:`task_keys` (``seed`` is always part of it: task ids repeat across seeds):
 
-* completion: share of episodes with ``success == True`` and a Wilson score interval;
+* completion: share of episodes with ``success == True``; Wilson score interval when every
+  task ran once, else a task (cluster) bootstrap interval, never narrower than Wilson;
 * latency percentiles: numpy's default ``'linear'`` method (Hyndman & Fan type 7) with a
-  percentile-bootstrap interval whose seed is derived from the run seed and the cell key
-  via ``zlib.crc32`` (never Python's salted ``hash()``);
-* pass@k / pass^k: the unbiased per-task estimators used by tau-bench.
+  task-bootstrap percentile interval; token means with a task-bootstrap interval;
+* every bootstrap draws *counts* (multinomial task weights) in bounded chunks from an
+  explicit ``numpy.random.Generator`` seeded by :func:`derive_seed` (``zlib.crc32``, never
+  Python's salted ``hash()``), so memory does not grow with ``n_boot x n``;
+* paired comparisons resample tasks; p-values from the exact sign test on per-task
+  differences (McNemar's exact test when trials = 1), Holm-adjusted across a family;
+* pass@k (Chen et al. 2021) and pass^k (Yao et al. 2024, tau-bench) per task;
+* cost of success (means over completed episodes), Kaplan-Meier time to success, recovery
+  stratified by the faults drawn before the planner acts (``exposed_faults``), robustness
+  (completion with faults / without, paired by task) and consistency over trials.
 """
 
 from __future__ import annotations
@@ -52,17 +62,28 @@ ROLE_TOKEN_COLUMNS: tuple[str, ...] = (
 """Optional per-role token columns; missing values inside a present column count as 0."""
 
 DEFAULT_BY: tuple[str, ...] = ("planner", "env", "complexity")
-TASK_KEYS: tuple[str, ...] = ("planner", "env", "complexity", "task_id")
-PAIR_KEYS: tuple[str, ...] = ("env", "complexity", "task_id", "trial")
+TASK_KEYS: tuple[str, ...] = ("planner", "seed", "env", "complexity", "task_id")
+"""Base task identity; :func:`task_keys` adds every swept config column of a record set."""
+PAIR_KEYS: tuple[str, ...] = ("seed", "env", "complexity", "task_id")
+"""Base pairing keys (a task, whatever its trials); :func:`pair_keys` adds swept columns."""
+CONFIG_KEYS: tuple[str, ...] = ("seed", "llm", "faults")
+"""Record columns that name a run's configuration; a swept one becomes a group key."""
+BOOT_CHUNK_ELEMENTS = 1 << 21
+"""Bootstrap work arrays hold at most this many numbers (~16 MB of float64) at a time."""
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "n",
+    "n_tasks",
+    "trials_max",
     "successes",
     "completion_rate",
     "completion_ci_low",
     "completion_ci_high",
+    "completion_ci_method",
     "progress_mean",
     "tokens_mean",
+    "tokens_mean_ci_low",
+    "tokens_mean_ci_high",
     "tokens_prompt_mean",
     "tokens_completion_mean",
     "llm_calls_mean",
@@ -78,6 +99,11 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "latency_p99_ci_high",
     "cost_mean",
     "harness_errors",
+    "successes_tokens_mean",
+    "successes_cost_mean",
+    "successes_latency_p50",
+    "cost_per_success",
+    "time_to_success_km_median",
 )
 """Fixed summary columns that follow the group-key columns, in output order."""
 
@@ -92,6 +118,10 @@ _MEAN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("retries_mean", "retries"),
     ("fallbacks_mean", "fallbacks"),
     ("replans_mean", "replans"),
+)
+
+_RESERVED_COLUMNS = frozenset(
+    {*SUMMARY_COLUMNS, "recovery_rate_conditional", "n_faulted", "k", "n_pairs", "fault"}
 )
 
 _REQUIRED_SUMMARY_INPUTS: tuple[str, ...] = (
@@ -170,9 +200,11 @@ def bootstrap_ci(
     Procedure (so it can be reproduced exactly): ``rng = numpy.random.default_rng(seed)``;
     ``idx = rng.integers(0, n, size=(n_boot, n))``; compute ``stat`` on each row of
     ``values[idx]``; return the ``(1-confidence)/2`` and ``(1+confidence)/2`` percentiles
-    (method 'linear') of those ``n_boot`` statistics. With ``vectorized=True`` the stat is
-    called once as ``stat(resamples, axis=1)`` (works for ``np.mean``, ``np.median`` and
-    :func:`percentile_stat`); otherwise it is applied row by row. Empty input -> (nan, nan).
+    (method 'linear') of those ``n_boot`` statistics; the index rows are drawn in chunks of
+    at most :data:`BOOT_CHUNK_ELEMENTS` numbers, so memory stays bounded. With
+    ``vectorized=True`` the stat is called once per chunk as ``stat(resamples, axis=1)``
+    (works for ``np.mean``, ``np.median`` and :func:`percentile_stat`); otherwise it is
+    applied row by row. Empty input -> (nan, nan).
     """
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
@@ -183,12 +215,17 @@ def bootstrap_ci(
     if n == 0:
         return (math.nan, math.nan)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    resamples = arr[idx]
-    if vectorized:
-        stats = np.asarray(stat(resamples, axis=1), dtype=np.float64)
-    else:
-        stats = np.array([float(stat(row)) for row in resamples], dtype=np.float64)
+    rows = max(1, BOOT_CHUNK_ELEMENTS // n)
+    parts = []
+    for start in range(0, n_boot, rows):
+        idx = rng.integers(0, n, size=(min(rows, n_boot - start), n))
+        resamples = arr[idx]
+        if vectorized:
+            part = np.asarray(stat(resamples, axis=1), dtype=np.float64)
+        else:
+            part = np.array([float(stat(row)) for row in resamples], dtype=np.float64)
+        parts.append(part.reshape(-1) if part.ndim else part.reshape(1))
+    stats = np.concatenate(parts)
     if stats.shape != (n_boot,):
         raise ValueError(f"stat must return one value per resample, got shape {stats.shape}")
     alpha = 1.0 - confidence
@@ -293,95 +330,364 @@ def _groups(
         yield (key if isinstance(key, tuple) else (key,)), sub
 
 
+# --------------------------------------------------------------------------- keys
+
+
+_NOT_CONFIG_KEYS = frozenset(
+    {
+        "hydra",
+        "progress",
+        "concurrency",
+        "resume",
+        "write_traces",
+        "figures",
+        "report_extra",
+        "llm.max_concurrency",
+        "llm.cache_dir",
+    }
+)
+"""Overrides that change how a job runs or prints, never what its episodes are."""
+
+
+def parse_overrides(text: object) -> dict[str, str]:
+    """``"planner=react seed=1 llm.skill=weak"`` -> ``{"planner": "react", ...}``.
+
+    The ``overrides`` column :func:`experiments.load` adds is the job's command-line overrides
+    joined by spaces; ``+``/``++`` prefixes are dropped, deletions (``~key``), Hydra's own
+    ``hydra.*`` keys and output-only keys (``progress``, ``concurrency``, ...) are ignored.
+    """
+    if not isinstance(text, str):
+        return {}
+    out: dict[str, str] = {}
+    for token in text.split():
+        if "=" not in token or token.startswith("~"):
+            continue
+        key, value = token.split("=", 1)
+        key = key.lstrip("+")
+        if key.startswith("hydra.") or key in _NOT_CONFIG_KEYS:
+            continue
+        out[key] = value
+    return out
+
+
+def override_column(key: str) -> str:
+    """Column name of an override key: the key itself, or ``config.<key>`` when the key would
+    clash with a summary column (``n_tasks=50`` is a config value, not a count of tasks)."""
+    return f"config.{key}" if key in _RESERVED_COLUMNS else key
+
+
+def with_swept_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Add one column per command-line override that differs between the runs of ``df``.
+
+    A multirun over ``llm.skill=weak,strong`` gives a column ``llm.skill``; keys that are
+    already record columns (``planner``, ``seed``, ...) keep the record's value. Returns
+    ``df`` itself when there is nothing to add.
+    """
+    if "overrides" not in df.columns:
+        return df
+    parsed = {text: parse_overrides(text) for text in pd.unique(df["overrides"])}
+    keys = sorted(
+        k for k in {k for d in parsed.values() for k in d} if override_column(k) not in df.columns
+    )
+    keys = [k for k in keys if k not in df.columns]
+    varying = [k for k in keys if len({d.get(k) for d in parsed.values()}) > 1]
+    if not varying:
+        return df
+    out = df.copy()
+    for key in varying:
+        out[override_column(key)] = [parsed[text].get(key, "") for text in df["overrides"]]
+    return out
+
+
+def swept_keys(df: pd.DataFrame) -> list[str]:
+    """Config columns that take more than one value in ``df``: ``seed``, ``llm``, ``faults``
+    and every override column :func:`with_swept_columns` added. Cells are grouped by these,
+    never pooled over them."""
+    out = [k for k in CONFIG_KEYS if k in df.columns and df[k].nunique(dropna=False) > 1]
+    if "overrides" in df.columns:
+        parsed = [parse_overrides(t) for t in pd.unique(df["overrides"])]
+        keys = sorted({override_column(k) for d in parsed for k in d})
+        out += [
+            k
+            for k in keys
+            if k in df.columns
+            and k not in out
+            and k not in DEFAULT_BY
+            and k not in CONFIG_KEYS
+            and df[k].nunique(dropna=False) > 1
+        ]
+    return out
+
+
+def cell_keys(df: pd.DataFrame, by: Sequence[str] = DEFAULT_BY) -> list[str]:
+    """``by`` plus every swept key of ``df`` (in that order, without repeats)."""
+    return [*by, *(k for k in swept_keys(df) if k not in by)]
+
+
+def task_keys(df: pd.DataFrame, by: Sequence[str] = DEFAULT_BY) -> list[str]:
+    """Columns that identify one task of one cell: the cell keys, ``seed`` and ``task_id``."""
+    keys = cell_keys(df, by)
+    return [*keys, *(k for k in ("seed", "task_id") if k in df.columns and k not in keys)]
+
+
+def pair_keys(df: pd.DataFrame) -> list[str]:
+    """Keys on which two planners' episodes are paired: the task keys without ``planner``."""
+    return [k for k in task_keys(df) if k != "planner"]
+
+
+# --------------------------------------------------------------------------- task bootstrap
+
+
+def _rng(seed: int, *parts: object) -> np.random.Generator:
+    """An explicit Generator per statistic, seeded by :func:`derive_seed` (no global state)."""
+    return np.random.default_rng(derive_seed(seed, *parts))
+
+
+def task_weights(
+    rng: np.random.Generator, n_tasks: int, n_boot: int, per_row: int | None = None
+) -> Iterable[npt.NDArray[np.int64]]:
+    """Bootstrap task multiplicities, ``n_boot`` rows of ``Multinomial(n_tasks, 1/n_tasks)``,
+    yielded in chunks whose size times ``per_row`` (default ``n_tasks``) stays under
+    :data:`BOOT_CHUNK_ELEMENTS`; row ``b`` says how often each task is drawn in resample b."""
+    width = max(per_row or n_tasks, 1)
+    rows = max(1, BOOT_CHUNK_ELEMENTS // width)
+    pvals = np.full(n_tasks, 1.0 / n_tasks)
+    for start in range(0, n_boot, rows):
+        yield rng.multinomial(n_tasks, pvals, size=min(rows, n_boot - start))
+
+
+def _interval(stats: FloatArray, confidence: float) -> tuple[float, float]:
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return (math.nan, math.nan)
+    alpha = 1.0 - confidence
+    low, high = np.percentile(
+        stats, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)], method=PERCENTILE_METHOD
+    )
+    return (float(low), float(high))
+
+
+def task_bootstrap_ratio(
+    sums: npt.ArrayLike,
+    counts: npt.ArrayLike,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Task-bootstrap interval of ``sum(sums) / sum(counts)`` (a mean over episodes).
+
+    ``sums[t]`` is task t's total (successes, tokens, ...) and ``counts[t]`` its episodes.
+    Each resample draws tasks with replacement (multinomial counts ``w``) and computes
+    ``w @ sums / w @ counts``; the percentile interval of those is returned.
+    """
+    s = np.asarray(sums, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    if s.size == 0:
+        return (math.nan, math.nan)
+    parts = [(w @ s) / (w @ c) for w in task_weights(rng, s.size, n_boot)]
+    return _interval(np.concatenate(parts), confidence)
+
+
+def weighted_percentile_rows(
+    sorted_values: FloatArray, weights: npt.NDArray[np.int64], q: float
+) -> FloatArray:
+    """Type-7 percentile of each row's multiset: value i repeated ``weights[b, i]`` times.
+
+    Equal to ``np.percentile(np.repeat(sorted_values, weights[b]), q)`` row by row, without
+    building the repeated arrays: position ``h = (N-1) q / 100`` in the expanded order is found
+    from the cumulative counts.
+    """
+    cum = np.cumsum(weights, axis=1)
+    total = cum[:, -1]
+    h = (total - 1) * (q / 100.0)
+    lo = np.floor(h)
+    frac = h - lo
+    hi = np.minimum(lo + 1, total - 1)
+    i_lo = (cum <= lo[:, None]).sum(axis=1)
+    i_hi = (cum <= hi[:, None]).sum(axis=1)
+    v_lo = sorted_values[np.minimum(i_lo, sorted_values.size - 1)]
+    v_hi = sorted_values[np.minimum(i_hi, sorted_values.size - 1)]
+    return v_lo + frac * (v_hi - v_lo)
+
+
+def task_bootstrap_percentile(
+    values: npt.ArrayLike,
+    tasks: npt.ArrayLike,
+    q: float,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Task-bootstrap interval of the q-th percentile (type 7) of episode ``values``.
+
+    ``tasks[i]`` names episode i's task; a resample draws tasks with replacement and keeps
+    every episode of a drawn task as many times as it was drawn. Values are sorted first, so
+    the input order does not matter.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return (math.nan, math.nan)
+    codes, _ = pd.factorize(pd.Series(list(tasks)), sort=True)
+    order = np.lexsort((codes, v))
+    v, codes = v[order], codes[order]
+    n_tasks = int(codes.max()) + 1
+    parts = [
+        weighted_percentile_rows(v, w[:, codes], q)
+        for w in task_weights(rng, n_tasks, n_boot, per_row=2 * v.size + n_tasks)
+    ]
+    return _interval(np.concatenate(parts), confidence)
+
+
 # --------------------------------------------------------------------------- pass@k / pass^k
+
+
+def _per_task(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    work = df.assign(_success=_success_bool(df["success"]))
+    return (
+        work.groupby(list(keys), sort=False, dropna=False, observed=True)["_success"]
+        .agg(n="size", c="sum")
+        .reset_index()
+    )
 
 
 def _pass_k(df: pd.DataFrame, k: int, kind: str) -> pd.DataFrame:
     if not isinstance(k, int | np.integer) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-    _require(df, (*TASK_KEYS, "success"))
-    out_col = "pass_at_k" if kind == "at" else "pass_hat_k"
-    cell_keys = list(DEFAULT_BY)
-    work = df.assign(_success=_success_bool(df["success"]))
-    per_task = (
-        work.groupby(list(TASK_KEYS), sort=False, dropna=False, observed=True)["_success"]
-        .agg(n="size", c="sum")
-        .reset_index()
-    )
+    _require(df, ("planner", "env", "complexity", "task_id", "success"))
+    out_col = {"at": "pass_at_k", "hat": "pass_hat_k", "same": "consistency"}[kind]
+    keys = cell_keys(df)
+    per_task = _per_task(df, task_keys(df))
     rows: list[dict[str, Any]] = []
-    for key, sub in _groups(per_task, cell_keys):
+    for key, sub in _groups(per_task, keys):
         kept = sub[sub["n"] >= k]
         scores = []
         for n_t, c_t in zip(kept["n"].tolist(), kept["c"].tolist(), strict=True):
             total = math.comb(n_t, k)
             if kind == "at":
                 scores.append(1.0 - math.comb(n_t - c_t, k) / total)
-            else:
+            elif kind == "hat":
                 scores.append(math.comb(c_t, k) / total)
+            else:  # k trials drawn without replacement all agree (all succeed or all fail)
+                scores.append((math.comb(c_t, k) + math.comb(n_t - c_t, k)) / total)
         rows.append(
             {
-                **dict(zip(cell_keys, key, strict=True)),
+                **dict(zip(keys, key, strict=True)),
                 "k": int(k),
                 "n_tasks": len(kept),
                 "n_tasks_excluded": int(len(sub) - len(kept)),
                 out_col: float(np.mean(scores)) if scores else math.nan,
             }
         )
-    columns = [*cell_keys, "k", "n_tasks", "n_tasks_excluded", out_col]
+    columns = [*keys, "k", "n_tasks", "n_tasks_excluded", out_col]
     result = pd.DataFrame(rows, columns=columns)
-    return sort_cells(result, cell_keys, planner_order=_planner_order(df, None))
+    return sort_cells(result, keys, planner_order=_planner_order(df, None))
 
 
 def pass_at_k(df: pd.DataFrame, k: int) -> pd.DataFrame:
-    """tau-bench pass@k per (planner, env, complexity): P(at least one of k trials succeeds).
+    """pass@k (Chen et al. 2021, "Evaluating Large Language Models Trained on Code"):
+    P(at least one of k trials succeeds), per cell (planner, env, complexity, swept keys).
 
-    Per task (planner, env, complexity, task_id) with n trials and c successes:
-    ``1 - C(n-c, k) / C(n, k)``, averaged over tasks; tasks with n < k are excluded
-    (counted in ``n_tasks_excluded``) because the unbiased estimator needs k draws.
+    Per task (:func:`task_keys`, seed included) with n trials and c successes, the unbiased
+    estimator ``1 - C(n-c, k) / C(n, k)``, averaged over tasks; tasks with n < k are excluded
+    (counted in ``n_tasks_excluded``) because the estimator needs k draws.
     """
     return _pass_k(df, k, "at")
 
 
 def pass_hat_k(df: pd.DataFrame, k: int) -> pd.DataFrame:
-    """tau-bench pass^k per (planner, env, complexity): P(all of k trials succeed).
+    """pass^k (Yao et al. 2024, tau-bench): P(all of k trials succeed), per cell.
 
     Per task: ``C(c, k) / C(n, k)``, averaged over tasks; tasks with n < k are excluded.
-    It measures reliability (consistency across retries), unlike pass@k.
+    It measures reliability (consistency across retries), unlike pass@k. Note: planarena's
+    trials are independent episodes (fresh LLM and fault draws), not tau-bench's rerun of the
+    same environment state.
     """
     return _pass_k(df, k, "hat")
+
+
+def consistency_k(df: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Share of tasks whose k trials all agree (all succeed or all fail), per cell.
+
+    Per task: ``(C(c, k) + C(n-c, k)) / C(n, k)`` (k trials drawn without replacement from
+    the task's n), averaged over tasks with n >= k; column ``consistency``.
+    """
+    return _pass_k(df, k, "same")
 
 
 # --------------------------------------------------------------------------- summary
 
 
+def kaplan_meier(times: npt.ArrayLike, events: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Kaplan-Meier estimate of P(no event by t): ``(event_times, survival)``.
+
+    At each distinct event time t_j with d_j events and n_j episodes still at risk (time >=
+    t_j; an episode censored at t_j counts as at risk at t_j), ``S(t_j) = prod (1 - d_i/n_i)``
+    over i <= j. For time to success, ``events`` is ``success`` and failures are censored at
+    their end time, so ``1 - S`` is the chance of success by t *had failed episodes gone on*
+    (failure treated as non-informative censoring; the plain completion rate is the share of
+    episodes that succeeded at all).
+    """
+    t = np.asarray(times, dtype=np.float64)
+    e = np.asarray(events, dtype=bool)
+    if t.size == 0 or not e.any():
+        return np.empty(0), np.empty(0)
+    event_times = np.unique(t[e])
+    t_sorted = np.sort(t)
+    at_risk = t.size - np.searchsorted(t_sorted, event_times, side="left")
+    deaths = np.array([(t[e] == u).sum() for u in event_times], dtype=np.float64)
+    survival = np.cumprod(1.0 - deaths / at_risk)
+    return event_times, survival
+
+
+def km_median(times: npt.ArrayLike, events: npt.ArrayLike) -> float:
+    """Smallest event time with Kaplan-Meier ``S(t) <= 0.5``; NaN if never reached."""
+    event_times, survival = kaplan_meier(times, events)
+    reached = np.nonzero(survival <= 0.5)[0]
+    return float(event_times[reached[0]]) if reached.size else math.nan
+
+
 def summarize(
     df: pd.DataFrame,
-    by: Sequence[str] = DEFAULT_BY,
+    by: Sequence[str] | None = None,
     *,
     seed: int = 0,
     n_boot: int = 1000,
     confidence: float = 0.95,
     planner_order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """One row per cell of ``by`` with completion, cost, latency and robustness metrics.
+    """One row per cell with completion, cost, latency and robustness metrics.
 
-    Columns: the ``by`` keys, then :data:`SUMMARY_COLUMNS`, then ``tokens_<role>_mean`` for
-    each role column present (missing values count as 0), then ``recovery_rate`` and
-    ``n_faulted``. Definitions:
+    ``by`` defaults to :func:`cell_keys` (planner, env, complexity and every swept key, e.g.
+    ``seed`` in a multi-seed sweep). Columns: the ``by`` keys, then :data:`SUMMARY_COLUMNS`,
+    then ``tokens_<role>_mean`` for each role column present (missing values count as 0), then
+    ``recovery_rate_conditional`` and ``n_faulted``. Definitions (task = :func:`task_keys`):
 
-    * ``completion_rate = successes / n`` with only ``success == True`` counted (a
-      ``correctly_reported_unreachable`` episode is not a completion); Wilson CI.
-    * ``*_mean``: arithmetic means over all episodes of the cell (``tokens_mean`` uses
-      ``tokens_total``; ``cost_mean`` uses ``cost_usd``). ``wall_s`` is ignored.
-    * ``latency_p50/p99``: :func:`percentile` of ``latency_s`` (method 'linear'); CIs from
-      :func:`bootstrap_ci` with ``n_boot`` resamples and seed
-      ``derive_seed(seed, *cell_key, "latency_p50")`` (resp. ``"latency_p99"``), applied to
-      the cell's latencies sorted ascending (so input row order does not matter).
+    * ``n`` episodes, ``n_tasks`` distinct tasks, ``trials_max`` most episodes of one task.
+    * ``completion_rate = successes / n``; only ``success == True`` counts (a
+      ``correctly_reported_unreachable`` episode is not a completion). Interval
+      (``completion_ci_method``): ``wilson`` when every task ran once; else ``task_bootstrap``:
+      the percentile interval of ``n_boot`` task resamples of ``sum(successes)/sum(episodes)``,
+      widened to contain the episode-level Wilson interval (so it is never narrower than an
+      interval that treats correlated trials as independent).
+    * ``*_mean``: arithmetic means over all episodes of the cell; ``tokens_mean`` (of
+      ``tokens_total``) has a task-bootstrap interval. ``wall_s`` is ignored.
+    * ``latency_p50/p99``: :func:`percentile` of ``latency_s`` (method 'linear'); intervals by
+      :func:`task_bootstrap_percentile`.
+    * cost of success: ``successes_tokens_mean``, ``successes_cost_mean`` and
+      ``successes_latency_p50`` over completed episodes only; ``cost_per_success`` is all the
+      cell's cost divided by its successes (what one completion costs, failures included);
+      ``time_to_success_km_median``: :func:`km_median` of latency with failures censored.
     * ``harness_errors``: episodes with ``failure_mode == "harness_error"`` (kept in n).
-    * ``recovery_rate``: success share among episodes with ``faults_injected > 0``
-      (NaN when ``n_faulted == 0``).
+    * ``recovery_rate_conditional``: success share among episodes with ``faults_injected > 0``
+      (conditional on something the planner causes: more calls meet more faults; for a fair
+      comparison use :func:`recovery_by_fault`).
+
+    Every bootstrap has its own Generator seeded by ``derive_seed(seed, *cell_key, name)``.
     """
-    by = list(by)
+    df = with_swept_columns(df)
+    by = cell_keys(df) if by is None else list(by)
     if not by:
         raise ValueError("'by' must name at least one column")
     _require(df, (*by, *_REQUIRED_SUMMARY_INPUTS))
@@ -390,52 +696,124 @@ def summarize(
     work["_success"] = _success_bool(df["success"])
     for role in roles:
         work[role] = work[role].fillna(0)
+    tkeys = [k for k in ("seed", "task_id") if k in work.columns and k not in by]
+    if tkeys:
+        work["_task"] = pd.factorize(pd.MultiIndex.from_frame(work[tkeys].astype(str)), sort=True)[
+            0
+        ]
+    else:
+        work["_task"] = np.arange(len(work))
 
     rows: list[dict[str, Any]] = []
     for key, sub in _groups(work, by):
         success = sub["_success"].to_numpy(dtype=bool)
         n = int(success.size)
         n_success = int(success.sum())
+        tasks = sub["_task"].to_numpy()
+        task_codes, task_index = np.unique(tasks, return_inverse=True)
+        counts = np.bincount(task_index).astype(np.float64)
         ci_low, ci_high = wilson_interval(n_success, n, confidence)
+        method = "wilson"
+        if counts.max() > 1:
+            method = "task_bootstrap"
+            s_task = np.bincount(task_index, weights=success.astype(np.float64))
+            b_low, b_high = task_bootstrap_ratio(
+                s_task,
+                counts,
+                rng=_rng(seed, *key, "completion"),
+                n_boot=n_boot,
+                confidence=confidence,
+            )
+            ci_low, ci_high = min(ci_low, b_low), max(ci_high, b_high)
         row: dict[str, Any] = dict(zip(by, key, strict=True))
         row.update(
             n=n,
+            n_tasks=int(task_codes.size),
+            trials_max=int(counts.max()),
             successes=n_success,
             completion_rate=n_success / n,
             completion_ci_low=ci_low,
             completion_ci_high=ci_high,
+            completion_ci_method=method,
         )
         for out_col, src in _MEAN_COLUMNS:
             row[out_col] = float(np.mean(sub[src].to_numpy(dtype=np.float64)))
-        # Sorted so the bootstrap CI does not depend on the row order of the input file.
-        latency = np.sort(sub["latency_s"].to_numpy(dtype=np.float64))
+        tokens = sub["tokens_total"].to_numpy(dtype=np.float64)
+        row["tokens_mean_ci_low"], row["tokens_mean_ci_high"] = task_bootstrap_ratio(
+            np.bincount(task_index, weights=tokens),
+            counts,
+            rng=_rng(seed, *key, "tokens_mean"),
+            n_boot=n_boot,
+            confidence=confidence,
+        )
+        latency = sub["latency_s"].to_numpy(dtype=np.float64)
         for q in (50, 99):
             name = f"latency_p{q}"
             row[name] = percentile(latency, q)
-            low, high = bootstrap_ci(
+            low, high = task_bootstrap_percentile(
                 latency,
-                percentile_stat(q),
-                seed=derive_seed(seed, *key, name),
+                task_index,
+                q,
+                rng=_rng(seed, *key, name),
                 n_boot=n_boot,
                 confidence=confidence,
             )
             row[f"{name}_ci_low"] = low
             row[f"{name}_ci_high"] = high
-        row["cost_mean"] = float(np.mean(sub["cost_usd"].to_numpy(dtype=np.float64)))
+        cost = sub["cost_usd"].to_numpy(dtype=np.float64)
+        row["cost_mean"] = float(np.mean(cost))
         row["harness_errors"] = int((sub["failure_mode"] == "harness_error").sum())
+        row["successes_tokens_mean"] = float(tokens[success].mean()) if n_success else math.nan
+        row["successes_cost_mean"] = float(cost[success].mean()) if n_success else math.nan
+        row["successes_latency_p50"] = percentile(latency[success], 50)
+        row["cost_per_success"] = float(cost.sum() / n_success) if n_success else math.nan
+        row["time_to_success_km_median"] = km_median(latency, success)
         for role in roles:
             row[f"{role}_mean"] = float(np.mean(sub[role].to_numpy(dtype=np.float64)))
         faulted = sub["faults_injected"].to_numpy(dtype=np.float64) > 0
         n_faulted = int(faulted.sum())
-        row["recovery_rate"] = float(success[faulted].mean()) if n_faulted else math.nan
+        row["recovery_rate_conditional"] = float(success[faulted].mean()) if n_faulted else math.nan
         row["n_faulted"] = n_faulted
         rows.append(row)
 
-    columns = [*by, *SUMMARY_COLUMNS, *(f"{r}_mean" for r in roles), "recovery_rate", "n_faulted"]
+    columns = [
+        *by,
+        *SUMMARY_COLUMNS,
+        *(f"{r}_mean" for r in roles),
+        "recovery_rate_conditional",
+        "n_faulted",
+    ]
     result = pd.DataFrame(rows, columns=columns)
-    for col in ("n", "successes", "harness_errors", "n_faulted"):
+    for col in ("n", "n_tasks", "trials_max", "successes", "harness_errors", "n_faulted"):
         result[col] = result[col].astype("int64")
     return sort_cells(result, by, planner_order=_planner_order(df, planner_order))
+
+
+def seed_spread(summary: pd.DataFrame) -> pd.DataFrame:
+    """Between-seed spread of completion: one row per cell without ``seed``.
+
+    Columns: the other keys, ``n_seeds``, ``completion_mean`` (mean of the per-seed rates),
+    ``completion_sd`` (sample standard deviation, ddof = 1; NaN with one seed), ``completion_min``,
+    ``completion_max``. Empty when ``summary`` has no ``seed`` column.
+    """
+    if "seed" not in summary.columns:
+        return pd.DataFrame()
+    start = list(summary.columns).index("n")
+    keys = [k for k in summary.columns[:start] if k != "seed"]
+    rows = []
+    for key, sub in _groups(summary, keys):
+        rates = sub["completion_rate"].to_numpy(dtype=np.float64)
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "n_seeds": int(rates.size),
+                "completion_mean": float(rates.mean()),
+                "completion_sd": float(rates.std(ddof=1)) if rates.size > 1 else math.nan,
+                "completion_min": float(rates.min()),
+                "completion_max": float(rates.max()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def failure_distribution(
@@ -475,6 +853,37 @@ def failure_distribution(
     return sort_cells(result, by, planner_order=_planner_order(df, planner_order))
 
 
+# --------------------------------------------------------------------------- comparisons
+
+
+def sign_test_p(wins_a: int, wins_b: int) -> float:
+    """Exact two-sided sign test: ``min(1, 2 P(X <= min(a, b)))``, X ~ Binomial(a + b, 1/2).
+
+    On tasks that ran once this is McNemar's exact test (a, b = discordant pairs); ties
+    (tasks with equal outcomes) carry no information and are dropped. 1.0 when a + b = 0.
+    """
+    n = wins_a + wins_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins_a, wins_b) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm (1979) step-down adjusted p-values: the i-th smallest of m gets
+    ``max_{j <= i} min(1, (m - j) p_(j))`` (0-based j); NaNs stay NaN and are not counted."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.size, math.nan)
+    valid = np.nonzero(~np.isnan(p))[0]
+    m = valid.size
+    order = valid[np.argsort(p[valid], kind="stable")]
+    running = 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (m - j) * p[i]))
+        out[i] = running
+    return out.tolist()
+
+
 def paired_difference(
     df: pd.DataFrame,
     planner_a: str,
@@ -483,45 +892,242 @@ def paired_difference(
     seed: int,
     n_boot: int = 2000,
     confidence: float = 0.95,
-    on: Sequence[str] = PAIR_KEYS,
+    on: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Paired completion difference ``mean(success_a - success_b)`` on shared episodes.
+    """Paired completion difference on shared tasks, the task as the unit.
 
-    Episodes are matched on ``on`` (env, complexity, task_id, trial), so task difficulty
-    cancels out and the CI is tighter than comparing two independent rates. The CI is a
-    percentile bootstrap over pairs (resampling whole pairs) with
-    ``default_rng(seed)``. Raises if a planner has duplicate episodes for a key, because
-    the pairing would then be ambiguous.
+    Per task (``on``, default :func:`pair_keys`: seed, env, complexity, task_id and swept
+    keys) each planner's success rate over its trials; ``d_t = rate_a_t - rate_b_t``;
+    ``mean_diff`` is the mean of ``d_t`` over tasks both planners ran. The interval is a
+    percentile bootstrap resampling tasks (multinomial counts, ``default_rng(seed)``);
+    ``degenerate`` says the interval has zero width (every resample gives the same value,
+    e.g. all tasks agree), which is no evidence of precision. ``wins_a``/``wins_b`` count tasks
+    with ``d_t > 0`` / ``< 0`` and ``p_value`` is :func:`sign_test_p` of those (McNemar's exact
+    test when trials = 1).
     """
-    on = list(on)
+    on = pair_keys(with_swept_columns(df)) if on is None else list(on)
     _require(df, ("planner", "success", *on))
+    df = with_swept_columns(df)
     sides: list[pd.DataFrame] = []
     for planner in (planner_a, planner_b):
-        part = df.loc[df["planner"] == planner, on].copy()
-        part["_success"] = _success_bool(df.loc[df["planner"] == planner, "success"])
-        dup = part.duplicated(on)
+        episode_keys = [*on, *(["trial"] if "trial" in df.columns and "trial" not in on else [])]
+        dup = df.loc[df["planner"] == planner, episode_keys].duplicated()
         if dup.any():
             raise ValueError(
-                f"planner {planner!r} has {int(dup.sum())} duplicate episodes for keys {on}"
+                f"planner {planner!r} has {int(dup.sum())} duplicate episodes for {episode_keys}"
             )
-        sides.append(part)
+        part = df.loc[df["planner"] == planner, on].copy()
+        part["_success"] = _success_bool(df.loc[df["planner"] == planner, "success"])
+        sides.append(part.groupby(on, sort=False, dropna=False)["_success"].mean().reset_index())
     merged = sides[0].merge(sides[1], on=on, how="inner", suffixes=("_a", "_b"))
     merged = sort_cells(merged, on)
     a = merged["_success_a"].to_numpy(dtype=np.float64)
     b = merged["_success_b"].to_numpy(dtype=np.float64)
     diff = a - b
     n_pairs = int(diff.size)
-    low, high = bootstrap_ci(diff, np.mean, seed=seed, n_boot=n_boot, confidence=confidence)
+    if n_pairs:
+        parts = [
+            (w @ diff) / n_pairs for w in task_weights(np.random.default_rng(seed), n_pairs, n_boot)
+        ]
+        low, high = _interval(np.concatenate(parts), confidence)
+    else:
+        low = high = math.nan
+    wins_a, wins_b = int((diff > 0).sum()), int((diff < 0).sum())
     return {
         "planner_a": planner_a,
         "planner_b": planner_b,
         "n_pairs": n_pairs,
+        "n_tasks": n_pairs,
         "rate_a": float(a.mean()) if n_pairs else math.nan,
         "rate_b": float(b.mean()) if n_pairs else math.nan,
         "mean_diff": float(diff.mean()) if n_pairs else math.nan,
         "ci_low": low,
         "ci_high": high,
+        "degenerate": bool(n_pairs and low == high),
+        "wins_a": wins_a,
+        "wins_b": wins_b,
+        "p_value": sign_test_p(wins_a, wins_b),
         "confidence": confidence,
         "n_boot": n_boot,
         "seed": seed,
     }
+
+
+def pairwise_comparisons(
+    df: pd.DataFrame,
+    *,
+    seed: int,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    planner_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Every pair of planners per (env, complexity, swept keys other than seed), paired on
+    tasks (seeds pooled: tasks of different seeds are different tasks). Columns: the group
+    keys, ``planner_a``, ``planner_b`` and :func:`paired_difference`'s fields, ``p_holm``
+    (Holm-adjusted over every row of the table, one family) and ``verdict``: ``better`` /
+    ``worse`` (a vs b) when ``p_holm < alpha``, else ``no difference``."""
+    df = with_swept_columns(df)
+    planners = _planner_order(df, planner_order)
+    planners = [p for p in planners if p in set(df["planner"])]
+    groups = ["env", "complexity", *(k for k in swept_keys(df) if k != "seed")]
+    rows: list[dict[str, Any]] = []
+    for key, sub in _groups(df, groups):
+        present = [p for p in planners if p in set(sub["planner"])]
+        for i, a in enumerate(present):
+            for b in present[i + 1 :]:
+                d = paired_difference(sub, a, b, seed=derive_seed(seed, *key, a, b), n_boot=n_boot)
+                if d["n_pairs"] == 0:
+                    continue
+                rows.append({**dict(zip(groups, key, strict=True)), **d})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["p_holm"] = holm(out["p_value"].tolist())
+    out["verdict"] = [
+        ("better" if d > 0 else "worse") if p < alpha else "no difference"
+        for d, p in zip(out["mean_diff"], out["p_holm"], strict=True)
+    ]
+    out = out.drop(columns=["confidence", "n_boot", "seed"])
+    return sort_cells(out, groups).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- reliability
+
+
+def _fault_kinds(value: object) -> list[str]:
+    if not isinstance(value, str) or not value:
+        return []
+    return [k for k in value.split("+") if k]
+
+
+def recovery_by_fault(
+    df: pd.DataFrame,
+    *,
+    seed: int = 0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    by: Sequence[str] | None = None,
+    planner_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Recoverability: per fault kind drawn *before the planner acts* (``exposed_faults``),
+    the share of exposed episodes that still succeeded.
+
+    Exposure is the same for every planner on the same task, so every planner has the same
+    denominator (the column ``n``). ``fault`` = ``(none)`` is the baseline of episodes with no
+    exposed fault. Groups: ``by`` (default planner, env and swept keys; complexities pooled)
+    x fault kind. Interval as :func:`summarize`'s completion interval (Wilson, or task
+    bootstrap widened to Wilson when tasks ran several trials). Empty without the column.
+    """
+    if "exposed_faults" not in df.columns:
+        return pd.DataFrame()
+    df = with_swept_columns(df)
+    by = cell_keys(df, ("planner", "env")) if by is None else list(by)
+    by = [k for k in by if k != "complexity"]
+    tkeys = [k for k in ("seed", "complexity", "task_id") if k in df.columns]
+    work = df[list(dict.fromkeys([*by, *tkeys]))].copy()
+    work["_success"] = _success_bool(df["success"])
+    work["_task"] = pd.factorize(pd.MultiIndex.from_frame(df[tkeys].astype(str)), sort=True)[0]
+    kinds = [_fault_kinds(v) or ["(none)"] for v in df["exposed_faults"]]
+    work["fault"] = kinds
+    work = work.explode("fault")
+    all_kinds = sorted(k for k in set(work["fault"]) if k != "(none)")
+    rows = []
+    for key, sub in _groups(work, [*by, "fault"]):
+        success = sub["_success"].to_numpy(dtype=bool)
+        _, task_index = np.unique(sub["_task"].to_numpy(), return_inverse=True)
+        counts = np.bincount(task_index).astype(np.float64)
+        n, c = int(success.size), int(success.sum())
+        low, high = wilson_interval(c, n, confidence)
+        if counts.max() > 1:
+            b_low, b_high = task_bootstrap_ratio(
+                np.bincount(task_index, weights=success.astype(np.float64)),
+                counts,
+                rng=_rng(seed, *key, "recovery"),
+                n_boot=n_boot,
+                confidence=confidence,
+            )
+            low, high = min(low, b_low), max(high, b_high)
+        rows.append(
+            {
+                **dict(zip([*by, "fault"], key, strict=True)),
+                "n": n,
+                "successes": c,
+                "rate": c / n,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    out = pd.DataFrame(rows)
+    order = {k: i for i, k in enumerate(["(none)", *all_kinds])}
+    out["_f"] = out["fault"].map(order)
+    out = sort_cells(
+        out.sort_values("_f", kind="stable"), by, planner_order=_planner_order(df, planner_order)
+    )
+    return out.drop(columns="_f")
+
+
+def robustness(
+    df: pd.DataFrame,
+    *,
+    seed: int = 0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    baseline: str = "none",
+    planner_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Robustness to faults: completion under faults / completion without, paired by task.
+
+    Needs records of the same tasks run with ``faults=<baseline>`` and with another faults
+    config (e.g. ``planarena -m experiment=robustness``). Per planner, env, complexity,
+    other swept keys and faulted config: tasks present in both runs (keys: seed, task_id, and
+    the trial when both have it); ``ratio = mean(success | faults) / mean(success | none)``
+    over those tasks, with a task-bootstrap percentile interval (resamples whose baseline
+    rate is 0 are dropped). Empty when there is no ``faults`` column with both kinds.
+    """
+    if "faults" not in df.columns:
+        return pd.DataFrame()
+    values = set(df["faults"])
+    if baseline not in values or len(values) < 2:
+        return pd.DataFrame()
+    df = with_swept_columns(df)
+    groups = [k for k in cell_keys(df) if k not in ("faults", "seed")]
+    match = [k for k in ("seed", "task_id", "trial") if k in df.columns]
+    work = df[[*groups, *match, "faults"]].copy()
+    work["_success"] = _success_bool(df["success"]).astype(np.float64)
+    rows = []
+    for key, sub in _groups(work, groups):
+        base = sub[sub["faults"] == baseline]
+        for faults in sorted(values - {baseline}):
+            hit = sub[sub["faults"] == faults]
+            merged = base.merge(hit, on=match, suffixes=("_0", "_1"))
+            if merged.empty:
+                continue
+            task_cols = [k for k in match if k != "trial"]
+            codes = pd.factorize(
+                pd.MultiIndex.from_frame(merged[task_cols].astype(str)), sort=True
+            )[0]
+            s0 = np.bincount(codes, weights=merged["_success_0"].to_numpy())
+            s1 = np.bincount(codes, weights=merged["_success_1"].to_numpy())
+            r0, r1 = s0.sum() / len(merged), s1.sum() / len(merged)
+            stats = []
+            for w in task_weights(_rng(seed, *key, faults, "robustness"), s0.size, n_boot):
+                num, den = w @ s1, w @ s0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    stats.append(np.where(den > 0, num / den, np.nan))
+            low, high = _interval(np.concatenate(stats), confidence)
+            rows.append(
+                {
+                    **dict(zip(groups, key, strict=True)),
+                    "faults": faults,
+                    "n_tasks": int(s0.size),
+                    "completion_faults": r1,
+                    "completion_none": r0,
+                    "robustness": r1 / r0 if r0 > 0 else math.nan,
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    return sort_cells(out, groups, planner_order=_planner_order(df, planner_order))

@@ -16,9 +16,19 @@ from tabulate import tabulate
 from experiments.metrics import (
     COMPLEXITY_ORDER,
     PERCENTILE_METHOD,
+    cell_keys,
+    consistency_k,
     failure_distribution,
+    pairwise_comparisons,
+    pass_at_k,
+    pass_hat_k,
+    recovery_by_fault,
+    robustness,
+    seed_spread,
     sort_cells,
     summarize,
+    swept_keys,
+    with_swept_columns,
 )
 
 MISSING = "--"
@@ -55,11 +65,20 @@ def _format_with_ci(value: float, low: float, high: float, digits: int = 2) -> s
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def _swept_in(summary: pd.DataFrame) -> list[str]:
+    """Key columns of a summary between ``complexity`` and ``n`` (the swept config keys)."""
+    cols = list(summary.columns)
+    if "complexity" not in cols or "n" not in cols:
+        return []
+    return cols[cols.index("complexity") + 1 : cols.index("n")]
+
+
 def _row_keys(summary: pd.DataFrame) -> list[str]:
-    """(env, planner) when several envs are present, else just planner."""
+    """(env,) swept keys, planner: env only when several envs are present."""
+    keys = _swept_in(summary)
     if "env" in summary.columns and summary["env"].nunique(dropna=False) > 1:
-        return ["env", "planner"]
-    return ["planner"]
+        keys = ["env", *keys]
+    return [*keys, "planner"]
 
 
 def completion_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -103,21 +122,63 @@ def format_completion_table(summary: pd.DataFrame) -> str:
     return tabulate(flat, headers="keys", tablefmt="github", showindex=False, disable_numparse=True)
 
 
+def _keys_of(summary: pd.DataFrame) -> list[str]:
+    cols = list(summary.columns)
+    return cols[: cols.index("n")] if "n" in cols else []
+
+
+def _money(value: float) -> str:
+    return MISSING if _is_missing(value) else f"{value:.4f}"
+
+
+def _num(value: float, digits: int = 1) -> str:
+    return MISSING if _is_missing(value) else f"{value:,.{digits}f}"
+
+
 def cost_latency_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per-cell tokens, latency P50/P99 with bootstrap CIs, and mean cost, as strings."""
-    keys = [c for c in ("planner", "env", "complexity") if c in summary.columns]
+    """Per cell, over all episodes: mean tokens [task-bootstrap 95% CI], latency P50/P99
+    [task-bootstrap 95% CI] and mean cost, as strings; ``n`` episodes and ``tasks``."""
+    keys = _keys_of(summary)
     out = summary[keys].copy()
     out["n"] = summary["n"].astype("int64").astype(str)
-    out["tokens_mean"] = [f"{v:.1f}" for v in summary["tokens_mean"]]
+    if "n_tasks" in summary.columns:
+        out["tasks"] = summary["n_tasks"].astype("int64").astype(str)
+    out["tokens (all episodes)"] = [
+        f"{_num(v)} [{_num(lo)}, {_num(hi)}]" if "tokens_mean_ci_low" in summary else _num(v)
+        for v, lo, hi in zip(
+            summary["tokens_mean"],
+            summary.get("tokens_mean_ci_low", summary["tokens_mean"]),
+            summary.get("tokens_mean_ci_high", summary["tokens_mean"]),
+            strict=True,
+        )
+    ]
     for q in ("p50", "p99"):
         col = f"latency_{q}"
-        out[f"{col} [95% CI] (s)"] = [
-            _format_with_ci(v, lo, hi)
+        out[f"{q.upper()} latency s"] = [
+            _format_with_ci(v, lo, hi, 1)
             for v, lo, hi in zip(
                 summary[col], summary[f"{col}_ci_low"], summary[f"{col}_ci_high"], strict=True
             )
         ]
-    out["cost_mean (USD)"] = [f"{v:.4f}" for v in summary["cost_mean"]]
+    out["cost USD (all episodes)"] = [_money(v) for v in summary["cost_mean"]]
+    return out.reset_index(drop=True)
+
+
+def success_cost_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Cost of success per cell: tokens, cost and P50 latency over *completed* episodes only,
+    all-episode cost divided by successes, and the Kaplan-Meier median time to success
+    (failures censored), beside the all-episode means."""
+    keys = _keys_of(summary)
+    out = summary[keys].copy()
+    out["successes"] = summary["successes"].astype("int64").astype(str)
+    out["tokens (all)"] = [_num(v) for v in summary["tokens_mean"]]
+    out["tokens (completed)"] = [_num(v) for v in summary["successes_tokens_mean"]]
+    out["cost USD (all)"] = [_money(v) for v in summary["cost_mean"]]
+    out["cost USD (completed)"] = [_money(v) for v in summary["successes_cost_mean"]]
+    out["cost USD per success"] = [_money(v) for v in summary["cost_per_success"]]
+    out["P50 s (all)"] = [_num(v) for v in summary["latency_p50"]]
+    out["P50 s (completed)"] = [_num(v) for v in summary["successes_latency_p50"]]
+    out["KM median s to success"] = [_num(v) for v in summary["time_to_success_km_median"]]
     return out.reset_index(drop=True)
 
 
@@ -142,81 +203,246 @@ def _markdown(table: pd.DataFrame) -> str:
     return table.to_markdown(index=False, disable_numparse=True)
 
 
-def _latex(table: pd.DataFrame, caption: str, label: str) -> str:
-    """booktabs tabular (\\toprule/\\midrule/\\bottomrule) with LaTeX special chars escaped."""
-    text = table.to_latex(index=False, escape=True, caption=caption, label=label)
-    return text if text.endswith("\n") else text + "\n"
+HUMAN_HEADERS: dict[str, str] = {
+    "planner": "Planner",
+    "env": "Env",
+    "complexity": "Complexity",
+    "seed": "Seed",
+    "llm": "LLM",
+    "faults": "Faults",
+    "n": "n",
+    "tasks": "Tasks",
+    "n_failed": "Failed (n)",
+    "simple": "Simple",
+    "medium": "Medium",
+    "complex": "Complex",
+}
+
+
+def human_header(column: str) -> str:
+    """A LaTeX-friendly column header: known names mapped, others de-snake-cased."""
+    return HUMAN_HEADERS.get(column, column.replace("_", " "))
+
+
+def _latex(table: pd.DataFrame, caption: str, label: str, *, wide: bool = False) -> str:
+    """A booktabs tabular with human headers, scaled to the column (``table``) or, when
+    ``wide``, to the text width (``table*``) with ``\\resizebox`` (needs graphicx), so it
+    never overflows; LaTeX special characters are escaped."""
+    shown = table.rename(columns={c: human_header(str(c)) for c in table.columns})
+    body = shown.to_latex(index=False, escape=True)
+    env = "table*" if wide else "table"
+    width = "\\textwidth" if wide else "\\columnwidth"
+    return (
+        f"\\begin{{{env}}}[t]\n\\centering\n\\caption{{{caption}}}\n\\label{{{label}}}\n"
+        f"\\resizebox{{{width}}}{{!}}{{%\n{body.rstrip()}\n}}\n\\end{{{env}}}\n"
+    )
 
 
 def method_text(*, seed: int, n_boot: int, n_episodes: int) -> str:
     """The 'Method' paragraph, so each table states how its numbers were computed."""
     return (
-        f"Computed from {n_episodes} episodes. Completion rate counts only episodes with "
-        "success == True (correctly_reported_unreachable is not a completion); brackets "
-        "are Wilson score 95% intervals. Latency is in simulated seconds (latency_s); P50 "
+        f"Computed from {n_episodes} episodes. The unit of resampling is the task (seed, "
+        "env, complexity, task_id and any swept config value; trials of one task are "
+        "correlated); rows are never pooled over swept config values. Completion rate counts "
+        "only episodes with success == True (correctly_reported_unreachable is not a "
+        "completion); brackets are Wilson score 95% intervals when every task ran once, else "
+        f"{n_boot}-resample task (cluster) bootstrap percentile intervals widened to contain "
+        "the episode-level Wilson interval. Latency is in simulated seconds (latency_s); P50 "
         f"and P99 use numpy's percentile method '{PERCENTILE_METHOD}' (Hyndman-Fan type 7, "
-        f"the numpy/pandas default) with {n_boot}-sample percentile bootstrap 95% "
-        f'intervals, seeded per cell with zlib.crc32 of "{seed}|<planner>|<env>|'
-        "<complexity>|latency_p50\" (resp. latency_p99), resampling each cell's "
-        "latencies sorted ascending. Token and cost columns are "
-        "arithmetic means per episode (tokens = tokens_total). Failure-mode shares are "
-        "fractions of failed episodes (success == False) per planner."
+        f"the numpy/pandas default) with {n_boot}-resample task-bootstrap 95% intervals; "
+        "each bootstrap draws multinomial task counts from its own numpy Generator seeded "
+        f'with zlib.crc32 of "{seed}|<cell keys>|<statistic>". Token and cost columns are '
+        "arithmetic means per episode (tokens = tokens_total) over all episodes, and, in the "
+        "cost-of-success table, over completed episodes only. Failure-mode shares are "
+        "fractions of failed episodes (success == False) per planner. Paired comparisons "
+        "pair planners on the same tasks; p-values are exact two-sided sign tests on per-task "
+        "differences (McNemar's exact test when trials = 1), Holm-adjusted over every "
+        "comparison in the summary."
     )
 
 
-def paired_table(
-    df: pd.DataFrame, *, seed: int, planner_order: Sequence[str] | None = None
-) -> pd.DataFrame:
-    """Each planner against the first one, on the same tasks: the difference in completion
-    (percentage points) with a paired-bootstrap 95% interval, per complexity and overall."""
-    from experiments.metrics import paired_difference
+def _diff_text(d: float, lo: float, hi: float, degenerate: bool) -> str:
+    d, lo, hi = (v + 0.0 if v != 0 else 0.0 for v in (d, lo, hi))  # no "-0.0"
+    text = f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return text + " (degenerate: every resample equal)" if degenerate else text
 
-    planners = list(planner_order or []) or list(dict.fromkeys(df["planner"]))
-    planners = [p for p in planners if p in set(df["planner"])]
-    if len(planners) < 2:
+
+def _p_text(p: float) -> str:
+    return MISSING if _is_missing(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def paired_table(
+    df: pd.DataFrame,
+    *,
+    seed: int,
+    planner_order: Sequence[str] | None = None,
+    comparisons: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Each planner against the first one, on the same tasks, per complexity: the difference
+    in completion (percentage points, other minus first) with a task-bootstrap 95% interval,
+    the sign-test p-value and its Holm adjustment (family: every pairwise comparison)."""
+    comps = (
+        pairwise_comparisons(df, seed=seed, planner_order=planner_order)
+        if comparisons is None
+        else comparisons
+    )
+    if comps.empty:
         return pd.DataFrame()
+    planners = [p for p in (planner_order or []) if p in set(df["planner"])]
+    planners += [p for p in dict.fromkeys(df["planner"]) if p not in planners]
     reference = planners[0]
+    groups = list(comps.columns[: list(comps.columns).index("planner_a")])
     rows = []
-    for other in planners[1:]:
-        for complexity in [*COMPLEXITY_ORDER, "all"]:
-            part = df if complexity == "all" else df[df["complexity"] == complexity]
-            if part.empty:
-                continue
-            d = paired_difference(part, other, reference, seed=seed, n_boot=1000)
-            if d["n_pairs"] == 0:
-                continue
-            rows.append(
-                {
-                    "planner": other,
-                    "vs": reference,
-                    "complexity": complexity,
-                    "n_pairs": d["n_pairs"],
-                    "difference_pp": f"{100 * d['mean_diff']:+.1f} "
-                    f"[{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}]",
-                }
-            )
+    for rec in comps[comps["planner_a"] == reference].to_dict("records"):
+        rows.append(
+            {
+                **{k: rec[k] for k in groups if k != "env" or df["env"].nunique() > 1},
+                "planner": rec["planner_b"],
+                "vs": reference,
+                "tasks": int(rec["n_pairs"]),
+                "difference_pp": _diff_text(
+                    0.0 - rec["mean_diff"],
+                    0.0 - rec["ci_high"],
+                    0.0 - rec["ci_low"],
+                    rec["degenerate"],
+                ),
+                "p": _p_text(rec["p_value"]),
+                "p_holm": _p_text(rec["p_holm"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def pass_k_table(df: pd.DataFrame) -> pd.DataFrame:
-    """pass@k and pass^k (tau-bench) for k = 1 .. trials, when tasks ran several trials."""
-    from experiments.metrics import pass_at_k, pass_hat_k
+VERDICT_SYMBOL = {"better": "+", "worse": "-", "no difference": "="}
 
-    trials = int(df.groupby(["planner", "env", "complexity", "task_id"]).size().max())
+
+def comparison_matrices(comparisons: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Compact planner x planner matrices, one per env and swept config (seeds pooled).
+
+    Cell (row a, column b) holds one symbol per complexity (simple medium complex order):
+    ``+`` a completes significantly more than b (Holm-adjusted p < 0.05), ``-`` fewer,
+    ``=`` no significant difference, ``.`` not compared there.
+    """
+    if comparisons.empty:
+        return []
+    cols = list(comparisons.columns)
+    groups = [c for c in cols[: cols.index("planner_a")] if c != "complexity"]
+    out = []
+    for key, sub in comparisons.groupby(groups, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        levels = [c for c in COMPLEXITY_ORDER if c in set(sub["complexity"])]
+        levels += sorted(c for c in set(sub["complexity"]) if c not in levels)
+        planners = list(dict.fromkeys([*sub["planner_a"], *sub["planner_b"]]))
+        verdict: dict[tuple[str, str, str], str] = {}
+        for rec in sub.to_dict("records"):
+            a, b, v = rec["planner_a"], rec["planner_b"], rec["verdict"]
+            verdict[(a, b, rec["complexity"])] = VERDICT_SYMBOL[v]
+            flipped = {"better": "worse", "worse": "better"}.get(v, v)
+            verdict[(b, a, rec["complexity"])] = VERDICT_SYMBOL[flipped]
+        data = [
+            [
+                "" if a == b else " ".join(verdict.get((a, b, c), ".") for c in levels)
+                for b in planners
+            ]
+            for a in planners
+        ]
+        table = pd.DataFrame(data, columns=planners)
+        table.insert(0, "planner", planners)
+        title = ", ".join(f"{k}={v}" for k, v in zip(groups, key, strict=True))
+        out.append((f"{title} (symbols: {' / '.join(levels)})", table))
+    return out
+
+
+def pass_k_table(df: pd.DataFrame) -> pd.DataFrame:
+    """pass@k (Chen et al. 2021), pass^k (tau-bench) and consistency (share of tasks whose k
+    trials agree) for k = 1, 2 and the trial count, when tasks ran several trials."""
+    df = with_swept_columns(df)
+    keys = cell_keys(df)
+    trials = int(
+        df.groupby(keys + ["task_id"] + (["seed"] if "seed" not in keys else [])).size().max()
+    )
     if trials < 2:
         return pd.DataFrame()
     frames = []
     for k in sorted({1, 2, trials}):
-        at = pass_at_k(df, k)
-        hat = pass_hat_k(df, k)
-        merged = at.merge(
-            hat[["planner", "env", "complexity", "pass_hat_k"]], on=["planner", "env", "complexity"]
-        )
+        merged = pass_at_k(df, k)
+        for extra, col in (
+            (pass_hat_k(df, k), "pass_hat_k"),
+            (consistency_k(df, k), "consistency"),
+        ):
+            merged = merged.merge(extra[[*keys, col]], on=keys)
         frames.append(merged)
     out = pd.concat(frames, ignore_index=True)
-    out["pass_at_k"] = out["pass_at_k"].map(lambda v: f"{100 * v:.1f}%")
-    out["pass_hat_k"] = out["pass_hat_k"].map(lambda v: f"{100 * v:.1f}%")
-    return out[["planner", "env", "complexity", "k", "n_tasks", "pass_at_k", "pass_hat_k"]]
+    for col in ("pass_at_k", "pass_hat_k", "consistency"):
+        out[col] = out[col].map(lambda v: f"{100 * v:.1f}%")
+    out = out.rename(columns={"pass_at_k": "pass@k", "pass_hat_k": "pass^k"})
+    return out[[*keys, "k", "n_tasks", "pass@k", "pass^k", "consistency"]]
+
+
+def recovery_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame:
+    """Recoverability per planner (rows) and fault kind drawn before the planner acts
+    (columns): ``rate% [95% CI] (n)``; ``(none)`` is the episodes with no exposed fault."""
+    rec = recovery_by_fault(df, seed=seed, n_boot=n_boot)
+    if rec.empty:
+        return rec
+    keys = list(rec.columns[: list(rec.columns).index("fault")])
+    rec = rec.assign(
+        cell=[
+            format_completion_cell(r, lo, hi, n)
+            for r, lo, hi, n in zip(
+                rec["rate"], rec["ci_low"], rec["ci_high"], rec["n"], strict=True
+            )
+        ]
+    )
+    kinds = list(dict.fromkeys(rec["fault"]))
+    wide = rec.pivot_table(index=keys, columns="fault", values="cell", aggfunc="first", sort=False)
+    wide = wide.reindex(columns=kinds).fillna(MISSING).reset_index()
+    wide.columns = [str(c) for c in wide.columns]
+    if "env" in wide.columns and wide["env"].nunique() == 1:
+        wide = wide.drop(columns="env")
+    return wide
+
+
+def robustness_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame:
+    """Completion with faults / without on the same tasks, with a task-bootstrap 95% CI."""
+    rob = robustness(df, seed=seed, n_boot=n_boot)
+    if rob.empty:
+        return rob
+    out = rob.drop(
+        columns=["completion_faults", "completion_none", "robustness", "ci_low", "ci_high"]
+    )
+    out["completion (faults)"] = [_pct(v) + "%" for v in rob["completion_faults"]]
+    out["completion (none)"] = [_pct(v) + "%" for v in rob["completion_none"]]
+    out["robustness"] = [
+        MISSING if _is_missing(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"
+        for r, lo, hi in zip(rob["robustness"], rob["ci_low"], rob["ci_high"], strict=True)
+    ]
+    return out
+
+
+def seed_spread_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Between-seed spread of completion (mean, SD, min-max of the per-seed rates)."""
+    spread = seed_spread(summary)
+    if spread.empty or int(spread["n_seeds"].max()) < 2:
+        return pd.DataFrame()
+    out = spread.drop(
+        columns=["completion_mean", "completion_sd", "completion_min", "completion_max"]
+    )
+    out["mean %"] = [_pct(v) for v in spread["completion_mean"]]
+    out["SD pp"] = [_pct(v) for v in spread["completion_sd"]]
+    out["min-max %"] = [
+        f"{_pct(lo)}-{_pct(hi)}"
+        for lo, hi in zip(spread["completion_min"], spread["completion_max"], strict=True)
+    ]
+    return out
+
+
+def _conditional_recovery(summary: pd.DataFrame) -> pd.DataFrame:
+    keys = _keys_of(summary)
+    out = summary[keys].copy()
+    out["faulted episodes"] = summary["n_faulted"].astype("int64").astype(str)
+    out["success among faulted %"] = [_pct(v) for v in summary["recovery_rate_conditional"]]
+    return out
 
 
 def write_summaries(
@@ -227,23 +453,37 @@ def write_summaries(
     n_boot: int = 1000,
     planner_order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Write ``summary.csv``, ``summary.md`` and ``summary.tex`` to ``out_dir``.
+    """Write ``summary.csv``, ``summary.md``, ``summary.tex`` and ``comparisons.csv``.
 
-    The CSV holds the full :func:`~experiments.metrics.summarize` table at full float
-    precision; Markdown and LaTeX hold the formatted completion, cost/latency and
-    failure-mode tables. Byte-identical for identical input. Returns the summary.
+    Cells are grouped by planner, env, complexity and every swept config key (a multi-seed
+    sweep gives one row per seed). The CSV holds the full :func:`summarize` table at full
+    float precision; ``comparisons.csv`` every pairwise comparison; Markdown and LaTeX hold the
+    formatted tables. Byte-identical for identical input. Returns the summary.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    df = with_swept_columns(df)
     summary = summarize(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
-    failures = failure_distribution(df, ("planner",), planner_order=planner_order)
+    fail_keys = ["planner", *swept_keys(df)]
+    failures = failure_distribution(df, fail_keys, planner_order=planner_order)
+    comparisons = pairwise_comparisons(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
 
     completion = _flatten(completion_table(summary))
     cost = cost_latency_table(summary)
+    success_cost = success_cost_table(summary)
     fail = failure_table(failures)
     method = method_text(seed=seed, n_boot=n_boot, n_episodes=len(df))
-    paired = paired_table(df, seed=seed, planner_order=planner_order)
+    paired = paired_table(df, seed=seed, planner_order=planner_order, comparisons=comparisons)
     passk = pass_k_table(df)
+    recovery = recovery_table(df, seed=seed, n_boot=n_boot)
+    robust = robustness_table(df, seed=seed, n_boot=n_boot)
+    spread = seed_spread_table(summary)
+
+    matrices: list[str] = []
+    for title, table in comparison_matrices(comparisons):
+        matrices += [f"{title}:", "", _markdown(table), ""]
+    if not matrices:
+        matrices = ["(fewer than two planners on shared tasks: nothing to compare)", ""]
 
     md = "\n".join(
         [
@@ -251,13 +491,28 @@ def write_summaries(
             "",
             "## Completion rate",
             "",
-            "Completion rate % [Wilson 95% CI] (n episodes) per planner and complexity.",
+            "Completion rate % [95% CI] (n episodes) per planner and complexity.",
             "",
             _markdown(completion),
             "",
+            *_optional_section(
+                "Between-seed spread",
+                "Completion rate across seeds (each seed draws its own tasks).",
+                spread,
+            ),
             "## Cost and latency",
             "",
+            "Means over all episodes (failed ones included) [task-bootstrap 95% CI].",
+            "",
             _markdown(cost),
+            "",
+            "## Cost of success",
+            "",
+            "Tokens, cost and latency over completed episodes only, beside the all-episode "
+            "values; cost per success = all cost / successes; time to success = Kaplan-Meier "
+            "median of latency with failed episodes censored at their end.",
+            "",
+            _markdown(success_cost),
             "",
             "## Failure modes",
             "",
@@ -265,17 +520,52 @@ def write_summaries(
             "",
             _markdown(fail),
             "",
+            "## Comparison matrix",
+            "",
+            "Row planner vs column planner on the same tasks: `+` completes significantly "
+            "more, `-` fewer, `=` no significant difference (exact sign / McNemar test, "
+            "Holm-adjusted over all comparisons, alpha 0.05); one symbol per complexity. "
+            "Every comparison is in comparisons.csv.",
+            "",
+            *matrices,
             *_optional_section(
                 "Paired comparisons",
                 "Completion difference against the first planner on the same tasks, in "
-                "percentage points [paired bootstrap 95% CI].",
+                "percentage points [task-bootstrap 95% CI]; p: exact sign test (McNemar), "
+                "p_holm: Holm-adjusted.",
                 paired,
             ),
-            *_optional_section(
-                "pass@k and pass^k",
-                "tau-bench's estimators over the trials of each task.",
-                passk,
+            *_section_or_note(
+                "Robustness",
+                "Completion with faults / completion without (faults=none) on the same tasks "
+                "[task-bootstrap 95% CI].",
+                robust,
+                "Needs the same tasks run with faults=none and with faults: "
+                "`planarena -m experiment=robustness`.",
             ),
+            *_section_or_note(
+                "Consistency",
+                "pass@k (Chen et al. 2021): some of k trials succeeds; pass^k (Yao et al. "
+                "2024, tau-bench): all k succeed; consistency: all k trials agree.",
+                passk,
+                "Needs several trials per task: e.g. `planarena trials=5`.",
+            ),
+            *_section_or_note(
+                "Recoverability",
+                "Share of episodes that succeeded, per fault kind drawn before the planner "
+                "acts (exposed_faults): every planner has the same denominator. (none): no "
+                "exposed fault.",
+                recovery,
+                "These records have no exposed_faults column.",
+            ),
+            "## Conditional recovery",
+            "",
+            "Success among episodes in which a fault was injected (faults_injected > 0). "
+            "Conditional on the planner's own calls (more calls meet more faults): not "
+            "comparable across planners; see Recoverability.",
+            "",
+            _markdown(_conditional_recovery(summary)),
+            "",
             "## Method",
             "",
             method,
@@ -284,29 +574,45 @@ def write_summaries(
     )
     tex = "".join(
         [
-            "% planarena summary tables (generated; requires \\usepackage{booktabs}).\n",
+            "% planarena summary tables (generated; needs \\usepackage{booktabs,graphicx}).\n",
             f"% Method: {method}\n",
             "\n",
             _latex(
                 completion,
-                "Completion rate (\\%) with Wilson 95\\% intervals and episode counts.",
+                "Completion rate (\\%) with 95\\% intervals and episode counts.",
                 "tab:completion",
+                wide=len(completion.columns) > 3,
             ),
             "\n",
             _latex(
                 cost,
-                "Mean tokens, latency P50/P99 (simulated seconds, bootstrap 95\\% intervals) "
-                "and mean cost per episode.",
+                "Mean tokens, latency P50/P99 (simulated seconds) with task-bootstrap 95\\% "
+                "intervals, and mean cost per episode, over all episodes.",
                 "tab:cost-latency",
+                wide=True,
             ),
             "\n",
-            _latex(fail, "Failure-mode shares (\\% of failed episodes).", "tab:failure-modes"),
+            _latex(
+                success_cost,
+                "Cost of success: over completed episodes, per success, and Kaplan-Meier "
+                "median time to success.",
+                "tab:cost-success",
+                wide=True,
+            ),
+            "\n",
+            _latex(
+                fail,
+                "Failure-mode shares (\\% of failed episodes).",
+                "tab:failure-modes",
+                wide=True,
+            ),
         ]
     )
 
     _write_text(out_dir / "summary.csv", summary.to_csv(index=False, lineterminator="\n"))
     _write_text(out_dir / "summary.md", md)
     _write_text(out_dir / "summary.tex", tex)
+    _write_text(out_dir / "comparisons.csv", comparisons.to_csv(index=False, lineterminator="\n"))
     return summary
 
 
@@ -314,6 +620,12 @@ def _optional_section(title: str, note: str, table: pd.DataFrame) -> list[str]:
     if table.empty:
         return []
     return [f"## {title}", "", note, "", _markdown(table), ""]
+
+
+def _section_or_note(title: str, note: str, table: pd.DataFrame, missing: str) -> list[str]:
+    if table.empty:
+        return [f"## {title}", "", missing, ""]
+    return _optional_section(title, note, table)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -324,11 +636,18 @@ def _write_text(path: Path, text: str) -> None:
 
 __all__ = [
     "MISSING",
+    "comparison_matrices",
     "completion_table",
     "cost_latency_table",
     "failure_table",
     "format_completion_cell",
     "format_completion_table",
+    "human_header",
     "method_text",
+    "paired_table",
+    "pass_k_table",
+    "recovery_table",
+    "robustness_table",
+    "success_cost_table",
     "write_summaries",
 ]

@@ -191,15 +191,16 @@ def test_summarize_matches_direct_recomputation() -> None:
             assert got.loc[key, col] == pytest.approx(value, rel=1e-12, abs=1e-12), (col, key)
 
     for rec in summary.to_dict("records"):
-        assert (rec["completion_ci_low"], rec["completion_ci_high"]) == wilson_interval(
-            rec["successes"], rec["n"]
-        )
+        low, high = wilson_interval(rec["successes"], rec["n"])
+        assert rec["completion_ci_method"] == "task_bootstrap"  # 5 trials per task
+        assert rec["completion_ci_low"] <= low and rec["completion_ci_high"] >= high
+        assert rec["n_tasks"] == 4 and rec["trials_max"] == 5
         for q in ("p50", "p99"):
             assert rec[f"latency_{q}_ci_low"] <= rec[f"latency_{q}_ci_high"]
         cell = df[(df[KEYS] == [rec[k] for k in KEYS]).all(axis=1)]
         faulted = cell[cell["faults_injected"] > 0]
         assert rec["n_faulted"] == len(faulted)
-        assert rec["recovery_rate"] == pytest.approx(faulted["success"].mean())
+        assert rec["recovery_rate_conditional"] == pytest.approx(faulted["success"].mean())
 
 
 def test_summarize_columns_and_order() -> None:
@@ -210,7 +211,7 @@ def test_summarize_columns_and_order() -> None:
     assert list(summary.columns[len(prefix) :]) == [
         "tokens_planner_mean",
         "tokens_executor_mean",
-        "recovery_rate",
+        "recovery_rate_conditional",
         "n_faulted",
     ]
     assert list(dict.fromkeys(summary["planner"])) == ["zeta", "alpha", "react"]
@@ -240,7 +241,7 @@ def test_unreachable_is_not_completion_and_roles_default_to_zero() -> None:
     summary = summarize(df)
     row = summary.iloc[0]
     assert row["successes"] == 0 and row["completion_rate"] == 0.0
-    assert math.isnan(row["recovery_rate"]) and row["n_faulted"] == 0
+    assert math.isnan(row["recovery_rate_conditional"]) and row["n_faulted"] == 0
     assert "tokens_executor_mean" not in summary.columns
     expected = df["tokens_planner"].fillna(0).mean()
     assert row["tokens_planner_mean"] == pytest.approx(expected)
@@ -284,24 +285,29 @@ def _paired_frame() -> pd.DataFrame:
         {
             "env": "e",
             "complexity": "simple",
-            "task_id": "t0",
-            "trial": 99,
+            "task_id": "t99",
+            "trial": 0,
             "planner": "good",
             "success": True,
         }
-    )  # unmatched: must be ignored
+    )  # a task only one planner ran: must be ignored
     return pd.DataFrame(rows)
 
 
 def test_paired_difference_sign_and_ci() -> None:
     df = _paired_frame()
     res = paired_difference(df, "good", "weak", seed=0)
-    assert res["n_pairs"] == 40
+    # the unit is the task: 10 tasks, each planner's rate over its 4 trials
+    # good: t0 0/4, others 4/4; weak: even tasks 4/4, odd 0/4 -> d = -1, 0 x4, +1 x5
+    assert res["n_pairs"] == 10
     assert res["mean_diff"] == pytest.approx(0.4)
-    assert 0.0 < res["ci_low"] < 0.4 < res["ci_high"] <= 1.0
+    assert (res["wins_a"], res["wins_b"]) == (5, 1)
+    assert res["p_value"] == pytest.approx(2 * (1 + 6) / 2**6)  # exact sign test by hand
+    assert -1.0 <= res["ci_low"] < 0.4 < res["ci_high"] <= 1.0
+    assert not res["degenerate"]
     rev = paired_difference(df, "weak", "good", seed=0)
     assert rev["mean_diff"] == pytest.approx(-0.4)
-    assert rev["ci_high"] < 0.0
+    assert (rev["ci_low"], rev["ci_high"]) == pytest.approx((-res["ci_high"], -res["ci_low"]))
     assert paired_difference(df, "good", "weak", seed=0) == res
 
 
