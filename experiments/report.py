@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.figures import write_figures
+from experiments.metrics import swept_keys, with_swept_columns
 from experiments.records import load
 from experiments.tables import format_completion_table, write_summaries
 
@@ -52,7 +53,7 @@ def load_runs(dirs: Sequence[str | Path]) -> pd.DataFrame:
     ranks = {r: i for i, r in enumerate(sorted(keys, key=lambda r: keys[r]))}
     df["_rank"] = df["run_dir"].map(ranks)
     df = df.sort_values(["_arg", "_rank"], kind="stable").drop(columns=["_arg", "_rank"])
-    return df.reset_index(drop=True)
+    return with_swept_columns(df.reset_index(drop=True))
 
 
 def resolve_seed(df: pd.DataFrame, seed: int | None) -> int:
@@ -65,9 +66,11 @@ def resolve_seed(df: pd.DataFrame, seed: int | None) -> int:
 
 
 def duplicate_episodes(df: pd.DataFrame) -> int:
-    """Episodes whose identifying keys repeat (e.g. a sweep over faults or llm, or a run
-    merged twice): their cells pool conditions the tables do not show, so we warn."""
+    """Episodes whose identifying keys (and swept config values) repeat, e.g. a run merged
+    twice: their cells would pool copies, so we warn. Swept values (seed, faults, llm,
+    overrides) are group keys of every table, so a sweep over them is not a duplicate."""
     keys = [k for k in EPISODE_KEYS if k in df.columns]
+    keys += [k for k in swept_keys(df) if k not in keys]
     return int(df.duplicated(keys).sum()) if keys else 0
 
 
@@ -107,9 +110,10 @@ def warn_duplicates(df: pd.DataFrame) -> None:
     dups = duplicate_episodes(df)
     if dups:
         print(
-            f"WARNING: {dups} episode(s) repeat the keys {list(EPISODE_KEYS)} of another run "
-            "(a sweep over faults/llm/..., or a dir given twice); their table cells pool "
-            "those conditions. Compare runs by run_dir in a notebook instead.",
+            f"WARNING: {dups} episode(s) repeat the keys {list(EPISODE_KEYS)} and swept config "
+            "values of another run (a dir given twice, or runs differing in a config value "
+            "no override names); their table cells pool them. Compare runs by run_dir in a "
+            "notebook instead.",
             file=sys.stderr,
         )
 

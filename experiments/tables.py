@@ -74,11 +74,11 @@ def _swept_in(summary: pd.DataFrame) -> list[str]:
 
 
 def _row_keys(summary: pd.DataFrame) -> list[str]:
-    """(env,) swept keys, planner: env only when several envs are present."""
-    keys = _swept_in(summary)
+    """(env,) planner, swept keys: env only when several envs are present."""
+    keys = ["planner", *_swept_in(summary)]
     if "env" in summary.columns and summary["env"].nunique(dropna=False) > 1:
         keys = ["env", *keys]
-    return [*keys, "planner"]
+    return keys
 
 
 def completion_table(summary: pd.DataFrame) -> pd.DataFrame:
