@@ -52,6 +52,11 @@ class EpisodeRecord(BaseModel):
     tokens_replanner: int
     tokens_rollout: int
     llm_calls: int
+    llm_requests: int  # sent to a server; llm_calls = llm_requests + cache_hits
+    cache_hits: int  # replayed from the response cache (stored tokens and time)
+    tokenizer: str  # of the tokens_* counts: o200k_base, or server:<model> (the API's usage)
+    tokens_o200k: int  # prompt + completion counted with o200k_base, for comparison
+    llm_queue_s: float  # wall seconds real LLM requests waited for a concurrency slot
     tool_calls: int
     tool_errors: int
     faults_injected: int
@@ -65,7 +70,7 @@ class EpisodeRecord(BaseModel):
     checked_calls: int
     exposed_faults: str
     latency_s: float
-    cost_usd: float
+    cost_usd: float | None  # None: a model with no price entry was called
     detail: str
     wall_s: float
 
@@ -174,6 +179,11 @@ async def run_episode(
         tokens_total=usage.prompt_tokens + usage.completion_tokens,
         **{f"tokens_{role}": usage.by_role[role] for role in ROLES},
         llm_calls=usage.calls,
+        llm_requests=usage.requests,
+        cache_hits=usage.cache_hits,
+        tokenizer=usage.tokenizer,
+        tokens_o200k=usage.o200k_tokens,
+        llm_queue_s=round(usage.queue_s, 6),
         tool_calls=len(calls),
         tool_errors=sum(not c.ok for c in calls),
         faults_injected=episode_tools.faults.injected,
@@ -187,7 +197,7 @@ async def run_episode(
         checked_calls=result.stats.checked_successes,
         exposed_faults="+".join(exposure),
         latency_s=round(sim_clock.now, 6),
-        cost_usd=round(usage.cost_usd, 8),
+        cost_usd=None if usage.total_cost_usd is None else round(usage.total_cost_usd, 8),
         detail=(error or result.detail)[:300],
         wall_s=round(time.perf_counter() - wall0, 6),
     )
@@ -226,6 +236,7 @@ def simulate(
     trial: int = 0,
     faults_label: str = "custom",
     budget: Budget | None = None,
+    concurrent_llm_calls: bool = True,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """One episode with the simulated LLM, synchronously (tests, notebooks, benchmarks).
 
@@ -259,5 +270,6 @@ def simulate(
             trial=trial,
             faults_label=faults_label,
             budget=budget,
+            concurrent_llm_calls=concurrent_llm_calls,
         )
     )

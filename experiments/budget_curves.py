@@ -1,0 +1,81 @@
+"""Completion against the per-episode token budget, per planner (``experiment=budget_curves``).
+
+A compute-matched comparison: the same budget binds every planner (the call that would cross
+it is refused and the episode ends as ``budget_exhausted``), so a planner that wins only by
+spending more shows it here. One panel per complexity.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from experiments.sensitivity import run_grid
+
+
+def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
+    del df, seed
+    spec = container.get("budget_curves") or {}
+    budgets = [int(b) for b in spec.get("budgets", [])]
+    cells = [{"max_tokens_per_episode": b} for b in budgets]
+    records = run_grid(container, cells, int(spec.get("workers", 2)))
+    table = (
+        records.groupby(["max_tokens_per_episode", "complexity", "planner"], sort=False)
+        .agg(
+            n=("success", "size"),
+            completion=("success", "mean"),
+            budget_exhausted=("failure_mode", lambda s: float((s == "budget_exhausted").mean())),
+            tokens_mean=("tokens_total", "mean"),
+        )
+        .reset_index()
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / "budget_curves.csv", index=False)
+    _figure(table, list(container["planner"]), out_dir)
+    return f"Budget curves: {len(budgets)} budgets — {out_dir / 'budget_curves.csv'}"
+
+
+def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from experiments.figures import planner_colors
+
+    colors = planner_colors(planners)
+    markers = dict(zip(planners, "osD^vP*Xhp<>", strict=False))
+
+    complexities = list(dict.fromkeys(table.complexity))
+    fig, axes = plt.subplots(
+        1, len(complexities), figsize=(3.2 * len(complexities), 2.9), sharey=True, squeeze=False
+    )
+    for ax, complexity in zip(axes[0], complexities, strict=True):
+        part = table[table.complexity == complexity]
+        for planner in planners:
+            rows = part[part.planner == planner].sort_values("max_tokens_per_episode")
+            if rows.empty:
+                continue
+            ax.plot(
+                rows.max_tokens_per_episode,
+                rows.completion,
+                label=planner,
+                color=colors[planner],
+                marker=markers.get(planner, "o"),
+                markersize=4,
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_title(complexity)
+        ax.set_xlabel("token budget per episode")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("completion rate")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    (out_dir / "figures").mkdir(exist_ok=True)
+    for ext in ("pdf", "png"):
+        fig.savefig(out_dir / "figures" / f"budget_curves.{ext}", dpi=150)
+    plt.close(fig)

@@ -1,0 +1,254 @@
+"""How far a ranking survives its assumptions: a grid over the simulator's decisive parameters.
+
+``planarena experiment=sensitivity`` runs every planner on the same tasks in every cell of a
+grid over the assumptions that decide rankings (judge noise, trap attraction, how often a
+subtle warning sign is missed, the fault rates, how much of a model's error is a wrong belief
+rather than a sampling slip), then reports for each pair of planners and each complexity
+whether the ordering by completion *holds* in every cell, *mostly* holds, or *flips*, naming
+the cells where it flips. ``experiment=budget_curves`` uses the same machinery over the
+per-episode token budget and plots completion against it.
+
+A cell changes only skill fields, fault rates or the budget: the tasks, the planners and every
+other setting are the run's own, so a cell differs from another by its parameters alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# A factor is a skill field of the simulated LLM, or one of these world/compute knobs.
+WORLD_FACTORS = ("fault_rate_scale", "max_tokens_per_episode")
+VERDICT_MOSTLY = 0.2  # "mostly": the minority ordering in at most this share of decided cells
+
+
+def design(factors: Mapping[str, Sequence[Any]], corners: Sequence[str]) -> list[dict[str, Any]]:
+    """The grid's cells: the centre (every factor at its middle level), one factor at a time
+    at each other level, and the low/high corners of the ``corners`` factors (the rest at
+    their middle). Duplicates are dropped; the order is fixed."""
+    middle = {k: v[len(v) // 2] for k, v in factors.items()}
+    cells = [dict(middle)]
+    for name, levels in factors.items():
+        for level in levels:
+            cells.append({**middle, name: level})
+    corner_levels = [(factors[n][0], factors[n][-1]) for n in corners]
+    for combo in itertools.product(*corner_levels):
+        cells.append({**middle, **dict(zip(corners, combo, strict=True))})
+    unique: list[dict[str, Any]] = []
+    for cell in cells:
+        if cell not in unique:
+            unique.append(cell)
+    return unique
+
+
+def cell_label(cell: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in cell.items())
+
+
+def run_cell(container: dict[str, Any], cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every planner x env x complexity x task of the run under one cell's parameters."""
+    from hydra.utils import instantiate
+
+    from envs.faults import FaultConfig
+    from experiments.episode import run_episode
+    from experiments.llm_factory import model_profiles, skill_profile
+    from planners.llm.base import Budget
+    from planners.llm.sim import SimLLM
+
+    llm_cfg = dict(container["llm"])
+    if llm_cfg.get("backend", "sim") != "sim":
+        raise ValueError("a sensitivity grid varies the simulated LLM: use llm=sim")
+    skill_fields = {k: v for k, v in cell.items() if k not in WORLD_FACTORS}
+    llm_cfg["skill_overrides"] = {**(llm_cfg.get("skill_overrides") or {}), **skill_fields}
+    skill = skill_profile(llm_cfg)
+    models = model_profiles(llm_cfg)
+    faults = FaultConfig(**container["faults"])
+    scale = float(cell.get("fault_rate_scale", 1.0))
+    rules = [r.model_copy(update={"rate": min(1.0, r.rate * scale)}) for r in faults.rules]
+    budget_cfg = container.get("budget") or {}
+    max_tokens = cell.get("max_tokens_per_episode", budget_cfg.get("max_tokens_per_episode"))
+    budget = Budget(
+        max_tokens=int(max_tokens) if max_tokens else None,
+        max_calls=budget_cfg.get("max_llm_calls_per_episode"),
+    )
+    parallel = (container.get("executor") or {}).get("parallel")
+    planners = {}
+    for name, spec in container["planner"].items():
+        spec = dict(spec)
+        if parallel is not None and "parallel" in spec:
+            spec["parallel"] = bool(parallel)
+        planners[name] = instantiate(spec)
+    envs = {name: instantiate(spec) for name, spec in container["env"].items()}
+    complexities = container["complexity"]
+    complexities = complexities if isinstance(complexities, list) else [complexities]
+    seed = int(container["seed"])
+
+    async def episodes() -> list[dict[str, Any]]:
+        out = []
+        for env_name, env in envs.items():
+            del env_name
+            for complexity in complexities:
+                tasks = env.generate(
+                    int(container["n_tasks"]),
+                    seed=seed,
+                    complexity=str(complexity),
+                    unreachable_rate=faults.unreachable_rate,
+                )
+                for planner_name, planner in planners.items():
+                    for task in tasks:
+                        keys = (seed, task.env, task.task_id, 0)
+                        record, _ = await run_episode(
+                            planner_name=planner_name,
+                            planner=planner,
+                            env=env,
+                            task=task,
+                            backend=SimLLM(skill, env.oracle(task), seed_keys=keys),
+                            llm_label=f"sim:{skill.name}",
+                            faults_label=faults.name,
+                            models=models,
+                            rules=rules,
+                            seed=seed,
+                            trial=0,
+                            budget=budget,
+                            concurrent_llm_calls=bool(container.get("concurrent_llm_calls", True)),
+                        )
+                        row = record.model_dump()
+                        row.pop("wall_s")
+                        out.append({"cell": cell_label(cell), **cell, **row})
+        return out
+
+    return asyncio.run(episodes())
+
+
+def run_grid(
+    container: dict[str, Any], cells: Sequence[dict[str, Any]], workers: int
+) -> pd.DataFrame:
+    """Every cell's records; cells run in ``workers`` processes (records are the same for any
+    number of workers: each episode's draws are keyed by meaning, never by order)."""
+    workers = max(1, min(workers, os.cpu_count() or 1, len(cells)))
+    if workers == 1:
+        rows = [row for cell in cells for row in run_cell(container, dict(cell))]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parts = pool.map(run_cell, [container] * len(cells), [dict(c) for c in cells])
+            rows = [row for part in parts for row in part]
+    return pd.DataFrame(rows)
+
+
+def completion_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Completion per cell x planner x complexity (cells in grid order)."""
+    table = (
+        records.groupby(["cell", "complexity", "planner"], sort=False)["success"]
+        .agg(n="size", completion="mean")
+        .reset_index()
+    )
+    return table
+
+
+def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
+    """For each pair of planners and complexity: in how many cells each one completes more,
+    and whether the ordering holds (one side never worse in a decided cell), mostly holds
+    (the minority ordering in at most 20 % of decided cells) or flips. Cells where both
+    complete exactly as often decide nothing and are counted in neither column."""
+    rows = []
+    for complexity, part in table.groupby("complexity", sort=False):
+        wide = part.pivot(index="cell", columns="planner", values="completion")
+        for a, b in itertools.combinations([p for p in planners if p in wide.columns], 2):
+            diff = wide[a] - wide[b]
+            a_better, b_better = int((diff > 0).sum()), int((diff < 0).sum())
+            decided = a_better + b_better
+            minority = min(a_better, b_better)
+            if minority == 0:
+                verdict = "holds"
+            elif minority <= VERDICT_MOSTLY * decided:
+                verdict = "mostly"
+            else:
+                verdict = "flips"
+            leader = a if a_better >= b_better else b
+            against = diff[diff < 0] if leader == a else diff[diff > 0]
+            rows.append(
+                {
+                    "planner_a": a,
+                    "planner_b": b,
+                    "complexity": complexity,
+                    "cells": len(wide),
+                    "a_better": a_better,
+                    "b_better": b_better,
+                    "verdict": verdict,
+                    "leader": leader if decided else "",
+                    "against_leader": "; ".join(map(str, against.index)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _markdown(
+    table: pd.DataFrame, verdict: pd.DataFrame, cells: Sequence[Mapping[str, Any]], n: int
+) -> str:
+    lines = [
+        "# Sensitivity of the rankings",
+        "",
+        f"{len(cells)} grid cells, {n} tasks per planner x complexity in each; every planner "
+        "runs the same tasks in every cell. A pair's ordering **holds** if one planner "
+        "completes at least as often in every cell, **mostly** if the other ordering appears "
+        f"in at most {VERDICT_MOSTLY:.0%} of the cells that decide (ties decide nothing), "
+        "else it **flips**. With few tasks per cell a flip between close planners can be "
+        "noise: read the cells listed against the leader.",
+        "",
+        "## Cells",
+        "",
+    ]
+    lines += [f"- `{cell_label(c)}`" for c in cells]
+    for complexity, part in verdict.groupby("complexity", sort=False):
+        lines += ["", f"## {complexity}", ""]
+        counts = part.verdict.value_counts()
+        lines.append(
+            ", ".join(f"{counts.get(v, 0)} {v}" for v in ("holds", "mostly", "flips")) + " (pairs)"
+        )
+        lines += ["", "| a | b | a better | b better | verdict | cells against the leader |"]
+        lines.append("|---|---|---|---|---|---|")
+        for r in part.itertuples():
+            against = r.against_leader or "—"
+            lines.append(
+                f"| {r.planner_a} | {r.planner_b} | {r.a_better} | {r.b_better} | "
+                f"**{r.verdict}** | {against} |"
+            )
+        comp = table[table.complexity == complexity].pivot(
+            index="cell", columns="planner", values="completion"
+        )
+        lines += ["", "Completion per cell:", "", comp.round(2).to_markdown()]
+    return "\n".join(lines) + "\n"
+
+
+def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
+    """Run the grid of ``container['sensitivity']`` and write sensitivity.md / .csv,
+    sensitivity_cells.csv (completion per cell) and sensitivity_episodes.parquet."""
+    del df, seed  # every cell, the centre included, is run here on the same footing
+    spec = container.get("sensitivity") or {}
+    factors = spec.get("factors") or {}
+    cells = design(factors, spec.get("corners") or [])
+    records = run_grid(container, cells, int(spec.get("workers", 2)))
+    planners = list(container["planner"])
+    table = completion_table(records)
+    verdict = verdicts(table, planners)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records.to_parquet(out_dir / "sensitivity_episodes.parquet", index=False)
+    table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
+    verdict[
+        ["planner_a", "planner_b", "complexity", "cells", "a_better", "b_better", "verdict"]
+    ].to_csv(out_dir / "sensitivity.csv", index=False)
+    text = _markdown(table, verdict, cells, int(container["n_tasks"]))
+    (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
+    counts = verdict.verdict.value_counts()
+    return (
+        f"Sensitivity: {len(cells)} cells; pairs x complexities: "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("holds", "mostly", "flips"))
+        + f" — {out_dir / 'sensitivity.md'}"
+    )
