@@ -60,15 +60,6 @@ class BackendFactory:
         if self._shared is None:
             from planners.llm.openai_backend import OpenAIBackend
 
-            c = self.cfg
-            self._shared = OpenAIBackend(
-                str(c["model"]),
-                base_url=c.get("base_url"),
-                api_key_env=str(c.get("api_key_env", "OPENAI_API_KEY")),
-                max_concurrency=int(c.get("max_concurrency", 4)),
-                temperature=float(c.get("temperature", 0.0)),
-                max_tokens=int(c.get("max_tokens", 1500)),
-                cache_dir=c.get("cache_dir"),
-                timeout_s=float(c.get("timeout_s", 120.0)),
-            )
-        return self._shared
+            self._shared = OpenAIBackend.from_config(self.cfg)
+        # the episode's identity keys its response cache (seed, env, task, trial: no planner)
+        return self._shared.for_episode(seed_keys)  # type: ignore[attr-defined]

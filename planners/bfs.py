@@ -32,7 +32,7 @@ class BFSPlanner(Planner):
         parallel: bool = False,
         replan: bool = True,
         max_replans: int = 3,
-        accept: float = 0.7,
+        accept: float = 1.0,
     ) -> None:
         self.accept = accept
         self.beam_width = beam_width

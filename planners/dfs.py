@@ -138,8 +138,12 @@ class _ExecutionTree:
             [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
             role="evaluator",
         )
-        for c, s in zip(candidates, parse_scores(verdict, len(candidates)), strict=True):
-            self.scores[id(c)] = s
+        scores = parse_scores(verdict, len(candidates))
+        best = max(scores)
+        for c, s in zip(candidates, scores, strict=True):
+            # relative to the best sibling: ``prune_below`` and ``accept`` are ratios, so they
+            # mean the same on any judge's scale and were not read off any simulated table
+            self.scores[id(c)] = s / best if best > 0 else 0.0
         if node.rethinks < self.max_rethinks:
             return [*candidates, RETHINK]
         return candidates
@@ -157,7 +161,8 @@ class _ExecutionTree:
         return self.scores.get(id(node), 1.0 if node.action is None else 0.0)
 
     async def is_terminal(self, node: _Node) -> bool:
-        """An answer ends the search only if the judge rated it at least ``accept``."""
+        """An answer ends the search only if the judge rated it at least ``accept`` times the
+        best candidate at its point (1.0: answering is the judge's first choice)."""
         return (
             node.action is not None
             and node.action.action == FINISH
@@ -180,7 +185,7 @@ class DFSPlanner(Planner):
         prune_below: float = 0.5,
         max_nodes: int = 40,
         max_depth: int = 30,
-        accept: float = 0.7,
+        accept: float = 1.0,
         max_rethinks: int = 2,
     ) -> None:
         self.accept = accept

@@ -19,7 +19,7 @@ from envs import clock
 from envs.tools import Toolbox, ToolError
 from planners.base import PlannerResult, PlannerStats, StopReason
 from planners.conditions import ConditionError, evaluate_condition
-from planners.formats import dumps, observation_text, step_line
+from planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
 from planners.llm.base import EpisodeLLM
 from planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planners.prompts import REPLAN_USER, plan_system
@@ -332,8 +332,10 @@ class PlanExecutor:
                     error_kind=err.kind,
                     message=err.observation(),
                 )
-            self.log.append(step_line(step.id, tool, args, observation_text(result), True))
             ok, cond, invalid = self._check(step.post_conditions, result)
+            # the replanner reads a rejected result as what it is: a failed step
+            seen = observation_text(result) + ("" if ok else f"{POSTCONDITION_NOTE}{cond})")
+            self.log.append(step_line(step.id, tool, args, seen, ok))
             self.stats.checked_successes += 1
             if not ok:
                 self.stats.postcondition_catches += int(not invalid)

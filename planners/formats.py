@@ -349,6 +349,11 @@ def observation_text(result: Any = None, error: str | None = None) -> str:
     return error if error is not None else dumps(result)
 
 
+# Appended to a logged result that a post-condition rejected: "<result> (post-condition
+# failed: <condition>)"; the line is marked ERROR so the replanner reads it as a failed step.
+POSTCONDITION_NOTE = " (post-condition failed: "
+
+
 def step_line(step_id: str, tool: str, args: Any, observation: str, ok: bool) -> str:
     """One line of an execution log shown to a replanner."""
     return f"- {step_id} {tool} {dumps(args)} => {'OK' if ok else 'ERROR'} {observation}"

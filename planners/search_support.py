@@ -63,7 +63,7 @@ class PartialPlanProblem:
         branching: int,
         max_steps: int,
         judge: bool,
-        accept: float = 0.5,
+        accept: float = 1.0,
     ) -> None:
         self.task = task
         self.llm = llm
@@ -72,6 +72,7 @@ class PartialPlanProblem:
         self.max_steps = max_steps
         self.judge = judge
         self.accept = accept
+        self.level_best: dict[int, float] = {}  # the best score given at each depth
         self.scores: dict[Steps, float] = {(): 1.0}
         self.unparseable = 0
         self.parsed = 0  # proposals that parsed (none at all: the model never kept the format)
@@ -115,7 +116,10 @@ class PartialPlanProblem:
             verdict = await self.llm.complete(
                 self._messages(state, f"{listing}\n{RATE_CANDIDATES}"), role="evaluator"
             )
-            for c, s in zip(unique, parse_scores(verdict, len(unique)), strict=True):
+            scores = parse_scores(verdict, len(unique))
+            level = len(state) + 1
+            self.level_best[level] = max([self.level_best.get(level, 0.0), *scores])
+            for c, s in zip(unique, scores, strict=True):
                 self.scores[(*state, c)] = s
         return unique
 
@@ -126,12 +130,17 @@ class PartialPlanProblem:
         return self.scores.get(state, 0.5)
 
     async def is_terminal(self, state: Steps) -> bool:
-        """With a judge, a complete plan is a solution if judged at least ``accept``. Without
-        one (MCTS) a complete plan stays a leaf valued by fresh rollouts on every visit, so
-        one lucky imagined success does not fix its value for good."""
-        if not self.judge:
+        """With a judge, a complete plan is a solution if its score is at least ``accept``
+        times the best score the judge gave any candidate at the same depth (1.0: no
+        candidate at that depth is judged better). Relative, so the threshold means the same
+        whatever scale a judge uses, and was not read off any simulated table; a level's
+        candidates are all scored before any is tested. Without a judge (MCTS) a complete
+        plan stays a leaf valued by fresh rollouts on every visit, so one lucky imagined
+        success does not fix its value for good."""
+        if not self.judge or not self._done(state):
             return False
-        return self._done(state) and await self.reward(state) >= self.accept
+        best = self.level_best.get(len(state), 0.0)
+        return best > 0 and self.scores.get(state, 0.0) >= self.accept * best
 
     async def reward(self, state: Steps) -> float:
         if not self.judge and state not in self.scores:

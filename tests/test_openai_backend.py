@@ -1,8 +1,8 @@
-"""OpenAIBackend against a tiny fake OpenAI-compatible server on loopback (no other network).
+"""OpenAIBackend against a fake OpenAI-compatible server on loopback (tests/fake_server.py).
 
-The server scripts its reply from the request (a valid ReAct turn for a ReAct prompt, an echo
-otherwise), reports fixed ``usage`` numbers unlike any tiktoken count, counts requests and
-records the Authorization header it received.
+The server enforces role alternation, reports fixed ``usage`` numbers unlike any tiktoken
+count, applies ``max_tokens`` (``finish_reason: "length"``) and stop sequences, answers in
+several real-model styles and counts the requests it received.
 """
 
 from __future__ import annotations
@@ -12,128 +12,39 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_server import (
+    COMPLETION_TOKENS,
+    PROMPT_TOKENS,
+    REACT_STYLES,
+    SLOW_MARKER,
+    SLOW_S,
+    FakeOpenAI,
+    serve,
+)
 
 from envs import clock
 from planners.llm.base import EpisodeLLM, Message, Request
-from planners.llm.openai_backend import OpenAIBackend
+from planners.llm.openai_backend import OpenAIBackend, merge_consecutive_roles
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT_TOKENS = 4321  # the fake API's usage numbers: no tiktoken count of these prompts
-COMPLETION_TOKENS = 87
-SLOW_MARKER = "[slow]"  # a user message containing this is answered after SLOW_S
-SLOW_S = 0.1
-SEARCH_TURN = (
-    "Thought: I should search for the report.\n"
-    "Action: search_web\n"
-    'Action Input: {"query": "Acme annual report 2025"}'
-)
-FINISH_TURN = (
-    'Thought: I have what I need.\nAction: finish\nAction Input: {"answer": "done", '
-    '"status": "success"}'
-)
 MODELS = {"default": ModelProfile(name="fake")}
-
-
-def scripted_reply(messages: Sequence[dict[str, Any]]) -> str:
-    system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-    users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
-    if "Respond in exactly this format" in system:
-        if any(u.startswith("Observation:") for u in users):
-            return FINISH_TURN
-        return SEARCH_TURN
-    return f"echo: {users[-1] if users else ''}"
-
-
-class FakeOpenAI(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), FakeHandler)
-        self.lock = threading.Lock()
-        self.auth: list[str | None] = []
-        self.bodies: list[dict[str, Any]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    @property
-    def requests(self) -> int:
-        with self.lock:
-            return len(self.bodies)
-
-
-class FakeHandler(BaseHTTPRequestHandler):
-    server: FakeOpenAI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-        if self.path != "/v1/chat/completions":
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        with self.server.lock:
-            self.server.auth.append(self.headers.get("Authorization"))
-            self.server.bodies.append(body)
-            n = len(self.server.bodies)
-        messages = body.get("messages", [])
-        if any(SLOW_MARKER in str(m.get("content", "")) for m in messages):
-            time.sleep(SLOW_S)
-        self._send(
-            200,
-            {
-                "id": f"chatcmpl-fake-{n}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": scripted_reply(messages)},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": PROMPT_TOKENS,
-                    "completion_tokens": COMPLETION_TOKENS,
-                    "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                },
-            },
-        )
+PRICES = {"fake": {"usd_per_mtok_input": 1.0, "usd_per_mtok_output": 2.0}}
+# what differs between a run and its cached rerun: how it executed, not what it recorded
+EXECUTION_KEYS = ("wall_s", "llm_requests", "cache_hits", "llm_queue_s")
 
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
-    srv = FakeOpenAI()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=5)
+    yield from serve()
 
 
 @pytest.fixture(autouse=True)
@@ -164,7 +75,7 @@ def test_returns_the_servers_text_and_episode_llm_meters_the_apis_usage(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_KEY", "sk-unit")
-    backend = OpenAIBackend("fake", base_url=server.url, api_key_env="FAKE_KEY")
+    backend = OpenAIBackend("fake", base_url=server.url, api_key_env="FAKE_KEY", prices=PRICES)
     messages = [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": f"say hi {SLOW_MARKER}"},
@@ -184,13 +95,19 @@ def test_returns_the_servers_text_and_episode_llm_meters_the_apis_usage(
     assert count_messages(messages) != PROMPT_TOKENS and count_text(text) != COMPLETION_TOKENS
     u = llm.usage
     assert (u.calls, u.prompt_tokens, u.completion_tokens) == (1, PROMPT_TOKENS, COMPLETION_TOKENS)
+    assert (u.requests, u.cache_hits, u.tokenizer) == (1, 0, "server:fake")
+    assert u.o200k_tokens == count_messages(messages) + count_text(text)
     assert u.by_role["executor"] == PROMPT_TOKENS + COMPLETION_TOKENS
-    assert u.cost_usd == pytest.approx(MODELS["default"].cost(PROMPT_TOKENS, COMPLETION_TOKENS))
+    assert u.total_cost_usd == pytest.approx((PROMPT_TOKENS * 1.0 + COMPLETION_TOKENS * 2.0) / 1e6)
     (event,) = trace
     assert (event["prompt_tokens"], event["completion_tokens"]) == (
         PROMPT_TOKENS,
         COMPLETION_TOKENS,
     )
+    # the generation is visible: how it ended, what was sent and what came back
+    assert event["finish_reason"] == "stop" and event["model"] == "fake"
+    assert event["prompt"] == messages and event["completion"] == text
+    assert "replayed" not in event
     # simulated LLM time is the measured wall time of the call (the server sleeps SLOW_S),
     # not the profile's modelled latency
     spent = event["t1"] - event["t0"]
@@ -207,27 +124,224 @@ def test_disk_cache_makes_repeats_free_and_stores_no_key(
     backend = OpenAIBackend("fake", base_url=server.url, cache_dir=str(cache))
     a = [{"role": "user", "content": "first"}]
     b = [{"role": "user", "content": "second"}]
-    assert generate(backend, a, a) == ["echo: first", "echo: first"]
+    assert generate(backend, a, a) == ["echo: first", "echo: first"]  # same request identity
     assert server.requests == 1
-    # a fresh backend (a new process, say) reads the same cache, usage included
+    # a fresh backend (a new process, say) reads the same cache, usage and time included
     fresh = OpenAIBackend("fake", base_url=server.url, cache_dir=str(cache))
 
-    async def cached() -> tuple[int | None, int | None]:
+    async def cached() -> tuple[Any, ...]:
         c = await fresh.generate(a, role="executor", model=MODELS["default"], request=Request("t"))
-        return c.prompt_tokens, c.completion_tokens
+        return c.prompt_tokens, c.completion_tokens, c.cached, c.finish_reason
 
-    assert asyncio.run(cached()) == (PROMPT_TOKENS, COMPLETION_TOKENS)
+    assert asyncio.run(cached()) == (PROMPT_TOKENS, COMPLETION_TOKENS, True, "stop")
     assert server.requests == 1
     assert generate(fresh, b) == ["echo: second"]
     assert server.requests == 2
     files = [p for p in cache.rglob("*") if p.is_file()]
-    assert len(files) == 2 and all(p.suffix == ".json" for p in files)
+    assert len(files) == 2 and all(p.suffix == ".json" for p in files)  # no temp file left
     for path in files:
         assert secret.encode() not in path.read_bytes(), path
     # the cache key depends on the model: another model is a miss
     other = OpenAIBackend("fake-2", base_url=server.url, cache_dir=str(cache))
     generate(other, a)
     assert server.requests == 3
+
+
+def test_cache_identity_is_the_call_the_episode_and_the_sampling(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The k-th identical request of an episode is the k-th sample; another episode (another
+    trial) or other sampling parameters are other requests; the planner is no part of it."""
+    cache = str(tmp_path / "cache")
+    messages = [{"role": "user", "content": "same prompt"}]
+
+    async def ask(backend: OpenAIBackend, occurrence: int, role: str = "planner") -> bool:
+        c = await backend.generate(
+            messages, role=role, model=MODELS["default"], request=Request("d", occurrence)
+        )
+        return c.cached
+
+    base = OpenAIBackend("fake", base_url=server.url, cache_dir=cache, temperature=0.7)
+    trial0 = base.for_episode((0, "report", "t1", 0))
+    trial1 = base.for_episode((0, "report", "t1", 1))
+    hotter = OpenAIBackend("fake", base_url=server.url, cache_dir=cache, temperature=0.9)
+
+    async def go() -> list[Any]:
+        return [
+            [await ask(trial0, k) for k in (0, 1, 2)],  # three samples: three requests
+            [await ask(trial0, k, role="evaluator") for k in (0, 1, 2)],  # any role: hits
+            await ask(trial1, 0),  # another trial: another request
+            await ask(hotter.for_episode((0, "report", "t1", 0)), 0),  # other sampling
+        ]
+
+    assert asyncio.run(go()) == [[False] * 3, [True] * 3, False, False]
+    assert server.requests == 5
+
+
+def test_concurrent_identical_requests_send_one_and_replay_it(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    backend = OpenAIBackend("fake", base_url=server.url, cache_dir=str(tmp_path))
+    messages = [{"role": "user", "content": f"together {SLOW_MARKER}"}]
+
+    async def go() -> list[bool]:
+        outs = await asyncio.gather(
+            *(
+                backend.generate(
+                    messages, role="planner", model=MODELS["default"], request=Request("x")
+                )
+                for _ in range(3)
+            )
+        )
+        return sorted(c.cached for c in outs)
+
+    assert asyncio.run(go()) == [False, True, True]
+    assert server.requests == 1
+
+
+def test_no_request_carries_two_consecutive_messages_of_one_role(server: FakeOpenAI) -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Task: x"},
+        {"role": "user", "content": "Earlier attempts that failed:"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "Observation: o"},
+        {"role": "user", "content": "The current path:"},
+    ]
+    assert merge_consecutive_roles(messages) == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Task: x\n\nEarlier attempts that failed:"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "Observation: o\n\nThe current path:"},
+    ]
+    backend = OpenAIBackend("fake", base_url=server.url)
+    generate(backend, messages)
+    assert server.rejected == 0 and server.requests == 1
+    sent = server.bodies[0]["messages"]
+    assert all(a["role"] != b["role"] for a, b in zip(sent, sent[1:], strict=False))
+
+
+def _episode(
+    server: FakeOpenAI,
+    planner: str,
+    *,
+    cache: Path | None = None,
+    trial: int = 0,
+    **backend_kwargs: Any,
+) -> tuple[Any, dict[str, Any]]:
+    from conftest import make_planner, tasks
+
+    from envs.report import ReportEnv
+    from experiments.episode import run_episode
+
+    backend = OpenAIBackend(
+        "fake",
+        base_url=server.url,
+        cache_dir=str(cache) if cache else None,
+        prices=PRICES,
+        **backend_kwargs,
+    )
+    task = tasks("simple", 1)[0]
+    seed_keys = (0, task.env, task.task_id, trial)
+    return asyncio.run(
+        run_episode(
+            planner_name=planner,
+            planner=make_planner(planner),
+            env=ReportEnv(),
+            task=task,
+            backend=backend.for_episode(seed_keys),
+            llm_label="openai:fake",
+            models=MODELS,
+            rules=[],
+            seed=0,
+            trial=trial,
+        )
+    )
+
+
+def test_every_planner_against_a_strict_server_sends_only_alternating_roles(
+    server: FakeOpenAI,
+) -> None:
+    for planner in ("react", "dfs", "plan_execute_replan", "tot", "bfs", "mcts"):
+        record, _ = _episode(server, planner)
+        assert record.failure_mode != "harness_error", (planner, record.detail)
+    assert server.rejected == 0 and server.requests > 0
+
+
+def test_tot_proposals_at_temperature_are_distinct_requests_and_a_rerun_replays_them(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    first, trace1 = _episode(server, "tot", cache=tmp_path, temperature=0.7)
+    plan_requests = [b for b in server.bodies if "Plan JSON" in b["messages"][0]["content"]]
+    proposals = [b for b in plan_requests if "Improve" not in b["messages"][-1]["content"]][:3]
+    assert len(proposals) == 3  # beam 3: three requests with the very same messages
+    assert len({json.dumps(b["messages"]) for b in proposals}) == 1
+    texts = [e["completion"] for e in trace1["events"] if e["event"] == "llm"][:3]
+    assert len(set(texts)) == 3  # ... and three different samples
+    assert first.llm_requests == server.requests and first.cache_hits == 0
+    assert first.llm_calls == first.llm_requests + first.cache_hits
+    sent = server.requests
+    again, trace2 = _episode(server, "tot", cache=tmp_path, temperature=0.7)
+    assert server.requests == sent  # the rerun sends nothing
+    assert (again.llm_requests, again.cache_hits) == (0, first.llm_calls)
+    keep = {k: v for k, v in first.model_dump().items() if k not in EXECUTION_KEYS}
+    assert {k: v for k, v in again.model_dump().items() if k not in EXECUTION_KEYS} == keep
+    llm_events = [e for e in trace2["events"] if e["event"] == "llm"]
+    assert llm_events and all(e["replayed"] for e in llm_events)
+    # the stored tokens and wall time are replayed, so latency_s is the first run's
+    assert again.latency_s == first.latency_s and again.tokens_total == first.tokens_total
+
+
+@pytest.mark.parametrize("style", sorted(REACT_STYLES))
+def test_react_answers_in_every_real_model_style(style: str) -> None:
+    for srv in serve(style):
+        record, trace = _episode(srv, "react")
+        assert record.stop_reason == "answered", (style, record.detail)
+        assert record.tool_calls == 1
+        assert (record.plan_repairs > 0) == (style not in ("plain", "rambling")), style
+        (search, _finish) = [b for b in srv.bodies]
+        assert search["stop"] == ["\nObservation:", "\nObservation :"]
+        assert search["max_tokens"] == 400  # the per-format allowance of a ReAct turn
+
+
+def test_a_plan_cut_at_max_tokens_is_malformed_output_never_a_shorter_plan(
+    server: FakeOpenAI,
+) -> None:
+    record, trace = _episode(server, "plan_execute", max_tokens=12)
+    assert record.failure_mode == "malformed_output", record.detail
+    (event,) = [e for e in trace["events"] if e["event"] == "llm"]
+    assert event["finish_reason"] == "length" and event["completion"]
+    assert record.tool_calls == 0
+
+
+def test_unknown_model_costs_null_with_one_warning_and_is_named(server: FakeOpenAI) -> None:
+    backend = OpenAIBackend("some-local-model", base_url=server.url)
+    trace: list[dict[str, Any]] = []
+
+    async def go(llm: EpisodeLLM) -> None:
+        with clock.use_clock(clock.SimClock()):
+            for i in range(3):
+                await llm.complete([{"role": "user", "content": f"q{i}"}], role="planner")
+
+    llm = EpisodeLLM(backend, {"default": ModelProfile(name="default")}, trace=trace)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(go(llm))
+    assert len([w for w in caught if "some-local-model" in str(w.message)]) == 1
+    assert llm.usage.total_cost_usd is None and llm.usage.unpriced_calls == 3
+    assert {e["model"] for e in trace} == {"some-local-model"}
+    assert server.bodies[0]["model"] == "some-local-model"
+
+
+def test_retries_and_timeout_bound_the_whole_call(server: FakeOpenAI) -> None:
+    import openai
+
+    server.delay_s = 1.0
+    backend = OpenAIBackend("fake", base_url=server.url, timeout_s=0.3, max_retries=2)
+    start = time.perf_counter()
+    with pytest.raises(openai.APITimeoutError):
+        generate(backend, [{"role": "user", "content": "hello"}])
+    assert time.perf_counter() - start < 0.9  # not three attempts of 0.3 s plus backoff
 
 
 def test_key_comes_from_the_named_env_var_and_is_the_bearer_token(
@@ -250,7 +364,7 @@ def test_a_missing_key_without_base_url_is_a_clear_error(
     assert server.requests == 0
 
 
-def cli(run_dir: Path, cache: Path, url: str, secret: str) -> None:
+def cli(run_dir: Path, cache: Path, url: str, secret: str, *extra: str) -> None:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -264,56 +378,67 @@ def cli(run_dir: Path, cache: Path, url: str, secret: str) -> None:
         "llm=openai",
         f"llm.base_url={url}",
         "llm.model=fake",
-        "planner=react",
         "complexity=simple",
         "n_tasks=2",
         "faults=none",
         "progress=false",
         f"hydra.run.dir={run_dir}",
         f"llm.cache_dir={cache}",
+        *extra,
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "harness_error" not in out.stderr
 
 
-def read_records(run_dir: Path, drop: str = "") -> list[dict[str, Any]]:
+def read_records(run_dir: Path, drop: Sequence[str] = ()) -> list[dict[str, Any]]:
     lines = (run_dir / "episodes.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(x).items() if k != drop} for x in lines]
+    return [{k: v for k, v in json.loads(x).items() if k not in drop} for x in lines]
 
 
-@pytest.mark.slow  # ~11 s: two CLI runs, each rendering figures
+@pytest.mark.slow  # ~15 s: two CLI runs, each rendering figures
 def test_cli_end_to_end_keeps_the_key_out_of_every_file_and_a_rerun_is_free(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
     secret = "sk-secret-" + "5" * 24
     cache = tmp_path / "cache"
-    cli(tmp_path / "run1", cache, server.url, secret)
+    extra = ("planner=[react,tot]", "llm.temperature=0.7")
+    cli(tmp_path / "run1", cache, server.url, secret, *extra)
     rows = read_records(tmp_path / "run1")
-    assert len(rows) == 2
+    assert len(rows) == 4
     for r in rows:
-        assert r["llm"] == "openai:fake" and r["planner"] == "react"
-        assert r["failure_mode"] != "harness_error" and r["stop_reason"] == "answered"
-        # two turns (search, then finish), each metered with the API's usage numbers
-        assert r["llm_calls"] == 2 and r["tool_calls"] == 1
-        assert (r["tokens_prompt"], r["tokens_completion"]) == (
-            2 * PROMPT_TOKENS,
-            2 * COMPLETION_TOKENS,
-        )
-    assert server.requests == 4
+        assert r["llm"] == "openai:fake"
+        assert r["failure_mode"] != "harness_error"
+        assert r["llm_calls"] == r["llm_requests"] + r["cache_hits"]
+        assert r["tokenizer"] == "server:fake" and r["cost_usd"] is None  # no price for "fake"
+        assert r["tokens_prompt"] == r["llm_calls"] * PROMPT_TOKENS  # the API's usage
+        assert r["tokens_o200k"] > 0
+    react = [r for r in rows if r["planner"] == "react"]
+    for r in react:  # two turns (search, then finish)
+        assert r["stop_reason"] == "answered" and r["llm_calls"] == 2 and r["tool_calls"] == 1
+    # the records' requests are exactly the requests the server received
+    assert sum(r["llm_requests"] for r in rows) == server.requests
+    assert server.rejected == 0
     assert set(server.auth) == {f"Bearer {secret}"}
     assert (tmp_path / "run1" / ".hydra" / "config.yaml").exists()
+    traces = [json.loads(x) for x in (tmp_path / "run1" / "traces.jsonl").read_text().splitlines()]
+    llm_events = [e for t in traces for e in t["events"] if e["event"] == "llm"]
+    assert all(e["model"] == "fake" and e["finish_reason"] for e in llm_events)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.suffix == ".log" for p in files) and any(p.is_relative_to(cache) for p in files)
     for path in files:
         assert secret.encode() not in path.read_bytes(), path
 
-    cli(tmp_path / "run2", cache, server.url, secret)
-    assert server.requests == 4  # every call answered from the cache
-    # same records (the cache also keeps the measured LLM time, so latency_s matches too)
-    assert read_records(tmp_path / "run2", drop="wall_s") == [
-        {k: v for k, v in r.items() if k != "wall_s"} for r in rows
-    ]
+    sent = server.requests
+    cli(tmp_path / "run2", cache, server.url, secret, *extra)
+    assert server.requests == sent  # every call answered from the cache
+    rerun = read_records(tmp_path / "run2")
+    assert all(r["llm_requests"] == 0 and r["cache_hits"] == r["llm_calls"] for r in rerun)
+    # same records but for how the run executed (the cache keeps the measured LLM time, so
+    # latency_s matches too)
+    assert read_records(tmp_path / "run2", EXECUTION_KEYS) == read_records(
+        tmp_path / "run1", EXECUTION_KEYS
+    )
 
 
 def test_a_missing_key_stops_the_run_at_start(monkeypatch: pytest.MonkeyPatch) -> None:

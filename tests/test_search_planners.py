@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-
 from planners.llm.profiles import SKILLS
 from tests.conftest import episode, make_planner, tasks
 
@@ -12,7 +10,9 @@ def test_topo_overlaps_independent_branches_in_simulated_time() -> None:
     pool = tasks("complex", n=12)
     topo = [episode("topo", t)[0].latency_s for t in pool]
     linear = [episode("plan_execute", t)[0].latency_s for t in pool]
-    assert statistics.median(topo) <= 0.7 * statistics.median(linear)
+    # the same plan with its independent branches overlapped can only be faster, and is
+    # strictly faster on a complex task (3-4 independent branches)
+    assert all(a < b for a, b in zip(topo, linear, strict=True))
     # the same plan, run sequentially, loses the overlap: parallelism is the only difference
     serial = [episode(make_planner("topo", parallel=False), t)[0].latency_s for t in pool]
     assert serial == linear
@@ -43,18 +43,21 @@ def test_search_planners_record_their_tree_and_roles() -> None:
         assert used == roles, (name, used)
 
 
-def _advantage(judge_noise: float, pool: list) -> float:
-    """ToT's completion minus ReAct's on the same trap-heavy tasks."""
-    skill = SKILLS["strong"].model_copy(update={"p_trap": 0.6, "evaluator_noise": judge_noise})
-    tot = sum(episode("tot", t, skill=skill)[0].success for t in pool)
-    react = sum(episode("react", t, skill=skill)[0].success for t in pool)
-    return (tot - react) / len(pool)
+def test_tot_gains_from_a_sharper_judge() -> None:
+    """ToT's judge picks among sampled plans. Proposals are keyed by their request, so they
+    are identical whatever the judge's noise: only the choice among them differs. With every
+    error a sampling slip (systematic_share 0), a noise-free judge picks the plan the model
+    believes right, so it completes at least as often as a very noisy one, and more on 40
+    tasks where slips are frequent (p_correct 0.85)."""
+    pool = tasks("medium", n=40)
 
+    def completed(noise: float) -> int:
+        skill = SKILLS["perfect"].model_copy(
+            update={"p_correct": 0.85, "systematic_share": 0.0, "evaluator_noise": noise}
+        )
+        return sum(episode("tot", t, skill=skill)[0].success for t in pool)
 
-def test_tot_advantage_grows_with_a_better_judge() -> None:
-    pool = tasks("medium", n=60, p_stale_trap=1.0)
-    sharp, blunt = _advantage(0.0, pool), _advantage(1.5, pool)
-    assert sharp > blunt + 0.08, (sharp, blunt)  # measured: 0.15 vs 0.03
+    assert completed(0.0) > completed(1.5)
 
 
 def test_mcts_rollout_optimism_lets_false_plans_through() -> None:

@@ -122,8 +122,8 @@ def test_static_and_replanning_planners_share_their_first_plan_without_faults() 
 def test_missed_signals_and_commitment_hurt_planners_that_rely_on_noticing() -> None:
     """Finding 2: raising p_miss_signal and p_persist raises dead ends and false successes for
     ReAct and DFS (they read every observation themselves), while plan execution with
-    code-checked post-conditions is shielded: its outcomes do not change at all. Only
-    subtle faults ("200 but wrong" nulls) and stale traps are on, nothing else can differ."""
+    code-checked post-conditions is shielded from missed signals: its outcomes do not change
+    at all. Only subtle faults ("200 but wrong" nulls), a dead key and stale traps are on."""
     rules = [
         FaultRule(kind="wrong_result", tools=["extract_data"], rate=0.5, max_consecutive=1),
         FaultRule(kind="invalid_api_key", tools=["search_web"], rate=0.5, scope="episode"),
@@ -139,7 +139,10 @@ def test_missed_signals_and_commitment_hurt_planners_that_rely_on_noticing() -> 
 
     for planner in ("react", "dfs"):
         assert bad(planner, high)[0] > bad(planner, low)[0], planner
-    assert bad("plan_execute_replan", high) == bad("plan_execute_replan", low)
+    # missed signals alone: a plan's code-checked post-conditions flag every subtle result
+    # before the replanner reads it, so its outcomes do not change at all
+    missing = low.model_copy(update={"p_miss_signal": 1.0})
+    assert bad("plan_execute_replan", missing) == bad("plan_execute_replan", low)
 
 
 def test_post_conditions_intercept_seemingly_successful_calls() -> None:

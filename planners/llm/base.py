@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from envs import clock
+from planners.formats import Generated
 from planners.llm.profiles import ModelProfile
-from planners.llm.tokens import count_messages, count_text
+from planners.llm.tokens import ENCODING, count_messages, count_text
 
 Message = Mapping[str, str]
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")
@@ -57,12 +58,25 @@ class Request:
 
 @dataclass(frozen=True)
 class Completion:
-    """What a backend returns. Token counts and wall time are None when the backend has none."""
+    """What a backend returns. Token counts and wall time are None when the backend has none.
+
+    A real backend also names the model that answered (``model``) and then prices the call
+    itself (``cost_usd``; None when its price is unknown); without ``model`` the role's model
+    profile names and prices it. ``cached`` marks a reply replayed from the response cache
+    (its stored tokens and wall time are replayed with it; no request was sent), ``queue_s``
+    the wall time the request waited for a concurrency slot, ``log`` extra fields for the
+    trace event (the prompt and completion text, the served model)."""
 
     text: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     wall_s: float | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+    model: str | None = None
+    cost_usd: float | None = None
+    queue_s: float = 0.0
+    log: Mapping[str, Any] | None = None
 
 
 class LLMBackend(Protocol):
@@ -77,12 +91,34 @@ class LLMBackend(Protocol):
 class Usage:
     """Per-episode totals."""
 
-    calls: int = 0
+    calls: int = 0  # made by the planner: requests + cache hits
+    requests: int = 0  # sent to a server (the simulator's calls count as requests)
+    cache_hits: int = 0  # answered from the response cache (stored tokens and time replayed)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the priced calls
+    unpriced_calls: int = 0  # calls to a model with no price entry: the episode's cost unknown
+    o200k_tokens: int = 0  # prompt + completion counted with o200k_base, whatever the model
+    server_counted: int = 0  # calls whose tokens are the API's usage (the model's tokenizer)
+    served_by: set[str] = field(default_factory=set)  # the models that answered
+    queue_s: float = 0.0  # wall time spent waiting for a concurrency slot
     by_role: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROLES, 0))
     calls_by_role: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROLES, 0))
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """The episode's cost; None if any call was to a model with no known price."""
+        return None if self.unpriced_calls else self.cost_usd
+
+    @property
+    def tokenizer(self) -> str:
+        """Which tokenizer produced ``prompt_tokens``/``completion_tokens``: ``o200k_base``
+        (counted here), ``server:<model>`` (the API's usage), or ``mixed``."""
+        if not self.server_counted:
+            return ENCODING
+        if self.server_counted == self.calls:
+            return "server:" + "+".join(sorted(self.served_by))
+        return "mixed"
 
 
 class EpisodeLLM:
@@ -109,6 +145,9 @@ class EpisodeLLM:
         return self.models.get(role, self.models["default"])
 
     async def complete(self, messages: Sequence[Message], *, role: str) -> str:
+        """The model's reply to ``messages``. With a known ``finish_reason`` it is a
+        :class:`~planners.formats.Generated` (a str), so parsers can refuse to repair an
+        output cut at ``max_tokens``."""
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         model = self.model_for(role)
@@ -119,31 +158,49 @@ class EpisodeLLM:
         self._asked[digest] += 1
         start = clock.now()
         out = await self.backend.generate(messages, role=role, model=model, request=request)
+        counted_completion = count_text(out.text)
         prompt = out.prompt_tokens if out.prompt_tokens is not None else counted_prompt
         completion = (
-            out.completion_tokens if out.completion_tokens is not None else count_text(out.text)
+            out.completion_tokens if out.completion_tokens is not None else counted_completion
         )
         clock.advance(out.wall_s if out.wall_s is not None else model.latency(prompt, completion))
-        cost = model.cost(prompt, completion)
+        cost = model.cost(prompt, completion) if out.model is None else out.cost_usd
         u = self.usage
         u.calls += 1
+        u.cache_hits += out.cached
+        u.requests += not out.cached
         u.prompt_tokens += prompt
         u.completion_tokens += completion
-        u.cost_usd += cost
+        u.o200k_tokens += counted_prompt + counted_completion
+        u.queue_s += out.queue_s
+        if out.prompt_tokens is not None:
+            u.server_counted += 1
+            u.served_by.add(out.model or model.name)
+        if cost is None:
+            u.unpriced_calls += 1
+        else:
+            u.cost_usd += cost
         u.by_role[role] += prompt + completion
         u.calls_by_role[role] += 1
-        self.trace.append(
-            {
-                "event": "llm",
-                "role": role,
-                "model": model.name,
-                "t0": start,
-                "t1": clock.now(),
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-            }
-        )
-        return out.text
+        event: dict[str, Any] = {
+            "event": "llm",
+            "role": role,
+            "model": out.model or model.name,
+            "t0": start,
+            "t1": clock.now(),
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+        }
+        if out.finish_reason is not None:
+            event["finish_reason"] = out.finish_reason
+        if out.cached:
+            event["replayed"] = True  # from the response cache: stored tokens and time
+        if out.queue_s:
+            event["queue_s"] = round(out.queue_s, 6)
+        if out.log:
+            event.update(out.log)
+        self.trace.append(event)
+        return out.text if out.finish_reason is None else Generated(out.text, out.finish_reason)
 
     def _check_budget(self, prompt_tokens: int) -> None:
         """Refuse a call that would cross a budget (its prompt alone is known beforehand)."""

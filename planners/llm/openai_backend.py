@@ -1,23 +1,89 @@
 """Any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) via the openai SDK.
 
 The API key is read from the environment variable named in config (never the key itself in
-config), so it cannot reach a record, a trace or Hydra's saved config. Responses are cached on
-disk keyed by (model, messages, temperature), so a rerun costs nothing. Concurrency is bounded.
+config), so it cannot reach a record, a trace or Hydra's saved config.
+
+**Response cache with per-call identity.** A reply is stored under the hash of everything
+that determines it: model, base URL, sampling (temperature, max_tokens, stop sequences), the
+request's messages digest *and its occurrence in the episode* (the k-th identical request is
+the k-th sample: ToT's three identical proposals at temperature > 0 are three requests), and
+the episode's identity (seed, env, task, trial; never the planner, so the same prompt gets the
+same answer from whichever planner sends it). A rerun replays exactly the first run; a hit
+replays the stored tokens and wall time and is flagged (``Completion.cached``). Entries are
+written atomically (a unique temporary file, then ``os.replace``); concurrent identical
+requests in one process wait for the first one (a hit, not a second request), and if another
+process stored the entry first, its reply is used, so records always match a rerun.
+
+**Request hygiene.** Consecutive messages of the same role are merged (chat templates that
+enforce alternation reject them); each request gets the stop sequences and ``max_tokens`` of
+the format it asks for (:func:`planners.formats.request_format`); the SDK's retries are
+``max_retries`` and the whole call, retries included, is bounded by ``timeout_s``.
+
+**Prices and names.** The record and trace name the model actually used; its price comes from
+the ``prices`` table keyed by model name. A model with no entry is recorded with cost null
+(one warning), never another model's price.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+import uuid
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planners.formats import MAX_TOKENS, STOP_SEQUENCES, request_format
 from planners.llm.base import Completion, Message, Request
 from planners.llm.profiles import ModelProfile
+from planners.llm.tokens import count_messages, count_text
+
+CACHE_VERSION = 2  # bump when the key material or the entry format changes
+
+
+def merge_consecutive_roles(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Messages with consecutive same-role messages joined (blank line between): no request
+    ever carries two consecutive messages of one role."""
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if out and out[-1]["role"] == m["role"]:
+            out[-1]["content"] = f"{out[-1]['content']}\n\n{m['content']}"
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def episode_key(seed_keys: Sequence[object]) -> str:
+    """A short stable identity of an episode (seed, env, task_id, trial)."""
+    material = json.dumps([str(k) for k in seed_keys])
+    return hashlib.blake2b(material.encode(), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_mtok_input: float
+    usd_per_mtok_output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (
+            prompt_tokens * self.usd_per_mtok_input + completion_tokens * self.usd_per_mtok_output
+        ) / 1e6
+
+
+@dataclass
+class _Shared:
+    """State every per-episode view of one backend shares."""
+
+    semaphore: asyncio.Semaphore
+    client: Any = None
+    inflight: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
 
 
 class OpenAIBackend:
@@ -31,22 +97,82 @@ class OpenAIBackend:
         api_key_env: str = "OPENAI_API_KEY",
         max_concurrency: int = 4,
         temperature: float = 0.0,
-        max_tokens: int = 1500,
+        max_tokens: int | None = None,
+        max_tokens_by_format: Mapping[str, int] | None = None,
+        stop: bool = True,
         cache_dir: str | None = None,
         timeout_s: float = 120.0,
+        max_retries: int = 2,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        write_text: bool = True,
+        episode: str = "",
     ) -> None:
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens  # one value for every format (None: per-format defaults)
+        self.max_tokens_by_format = {**MAX_TOKENS, **dict(max_tokens_by_format or {})}
+        self.stop = stop
         self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.prices = {
+            name: Price(float(p["usd_per_mtok_input"]), float(p["usd_per_mtok_output"]))
+            for name, p in (prices or {}).items()
+        }
+        self.write_text = write_text
         self.cache = Path(cache_dir) if cache_dir else None
-        self._semaphore = asyncio.Semaphore(max_concurrency)
-        self._client: Any = None
+        self.episode = episode
+        self._shared = _Shared(asyncio.Semaphore(max_concurrency))
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> OpenAIBackend:
+        """The backend an ``llm=openai`` config describes (``configs/llm/openai.yaml``)."""
+        max_tokens = cfg.get("max_tokens")
+        return cls(
+            str(cfg["model"]),
+            base_url=cfg.get("base_url"),
+            api_key_env=str(cfg.get("api_key_env", "OPENAI_API_KEY")),
+            max_concurrency=int(cfg.get("max_concurrency", 4)),
+            temperature=float(cfg.get("temperature", 0.0)),
+            max_tokens=None if max_tokens is None else int(max_tokens),
+            max_tokens_by_format=cfg.get("max_tokens_by_format"),
+            stop=bool(cfg.get("stop", True)),
+            cache_dir=cfg.get("cache_dir"),
+            timeout_s=float(cfg.get("timeout_s", 120.0)),
+            max_retries=int(cfg.get("max_retries", 2)),
+            prices=cfg.get("prices"),
+            write_text=bool(cfg.get("write_text", True)),
+        )
+
+    def for_episode(self, seed_keys: Sequence[object]) -> OpenAIBackend:
+        """A view of this backend for one episode: its cache keys carry the episode's
+        identity; client, concurrency bound, cache and in-flight requests are shared."""
+        view = copy.copy(self)
+        view.episode = episode_key(seed_keys)
+        return view
+
+    # --- pricing ----------------------------------------------------------------------------
+
+    def price(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The call's cost from the price table, by the requested model's name (then the
+        served name); None, with one warning per model, if neither has an entry."""
+        for name in (self.model, model):
+            if name in self.prices:
+                return self.prices[name].cost(prompt_tokens, completion_tokens)
+        if self.model not in self._shared.warned:
+            self._shared.warned.add(self.model)
+            warnings.warn(
+                f"no price for model {self.model!r} in llm.prices: its cost is recorded as "
+                "null (add an entry to configs/llm/openai.yaml to price it)",
+                stacklevel=3,
+            )
+        return None
+
+    # --- request ----------------------------------------------------------------------------
 
     def _get_client(self) -> Any:
-        if self._client is None:
+        if self._shared.client is None:
             from openai import AsyncOpenAI
 
             key = os.environ.get(self.api_key_env)
@@ -55,65 +181,132 @@ class OpenAIBackend:
                     f"set the {self.api_key_env} environment variable "
                     "(or llm.base_url for a local server)"
                 )
-            self._client = AsyncOpenAI(
-                api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout_s
+            self._shared.client = AsyncOpenAI(
+                api_key=key or "not-needed",
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
             )
-        return self._client
+        return self._shared.client
 
-    def _cache_path(self, messages: Sequence[Message]) -> Path | None:
-        if self.cache is None:
-            return None
+    def sampling(self, messages: Sequence[Message]) -> dict[str, Any]:
+        """The sampling parameters of this request: temperature, the format's max_tokens and
+        stop sequences."""
+        fmt = request_format(messages)
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens
+            or self.max_tokens_by_format.get(fmt, MAX_TOKENS["other"]),
+        }
+        if self.stop and fmt in STOP_SEQUENCES:
+            params["stop"] = STOP_SEQUENCES[fmt]
+        return params
+
+    def _cache_key(
+        self, messages: Sequence[Message], request: Request, params: Mapping[str, Any]
+    ) -> str:
         material = json.dumps(
             {
+                "v": CACHE_VERSION,
                 "model": self.model,
                 "base_url": self.base_url,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-                "messages": [dict(m) for m in messages],
+                "sampling": dict(params),
+                "messages": Request.digest_of(messages),
+                "occurrence": request.occurrence,
+                "episode": self.episode,
             },
             sort_keys=True,
         )
-        digest = hashlib.sha256(material.encode()).hexdigest()
-        return self.cache / digest[:2] / f"{digest}.json"
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.cache is None else self.cache / key[:2] / f"{key}.json"
+
+    def _store(self, path: Path, entry: dict[str, Any]) -> dict[str, Any]:
+        """Write ``entry`` atomically; if another writer stored this key first, theirs wins
+        (and is returned), so every record agrees with what a rerun will replay."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            return json.loads(path.read_text())
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(json.dumps(entry, ensure_ascii=False))
+        os.replace(tmp, path)
+        return entry
+
+    async def _request(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
+        import openai
+
+        t_queue = time.perf_counter()
+        async with self._shared.semaphore:
+            queue_s = time.perf_counter() - t_queue
+            start = time.perf_counter()
+            create = self._get_client().chat.completions.create(
+                model=self.model, messages=messages, **params
+            )
+            try:  # the whole call, SDK retries included, within timeout_s
+                response = await asyncio.wait_for(create, self.timeout_s)
+            except TimeoutError:  # the SDK's own timeout error, so it is classified alike
+                raise openai.APITimeoutError(request=None) from None  # type: ignore[arg-type]
+            wall = time.perf_counter() - start
+        choice = response.choices[0]
+        usage = response.usage
+        return {
+            "text": choice.message.content or "",
+            "finish_reason": choice.finish_reason,
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "wall_s": wall,
+            "served_model": getattr(response, "model", None) or self.model,
+            "queue_s": queue_s,
+        }
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
-        path = self._cache_path(messages)
+        del role, model  # never part of a request's identity; the backend names its model
+        sent = merge_consecutive_roles(messages)
+        params = self.sampling(messages)
+        key = self._cache_key(messages, request, params)
+        path = self._path(key)
+        cached, queue_s = False, 0.0
         if path is not None and path.exists():
-            data = json.loads(path.read_text())
-            return Completion(
-                data["text"], data["prompt_tokens"], data["completion_tokens"], data["wall_s"]
-            )
-        async with self._semaphore:
-            start = time.perf_counter()
-            response = await self._get_client().chat.completions.create(
-                model=self.model,
-                messages=[dict(m) for m in messages],
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-            )
-            wall = time.perf_counter() - start
-        text = response.choices[0].message.content or ""
-        usage = response.usage
-        out = Completion(
-            text,
-            getattr(usage, "prompt_tokens", None),
-            getattr(usage, "completion_tokens", None),
-            wall,
+            entry, cached = json.loads(path.read_text()), True
+        elif path is not None and key in self._shared.inflight:
+            entry, cached = await asyncio.shield(self._shared.inflight[key]), True
+        elif path is None:
+            entry = await self._request(sent, params)
+            queue_s = entry.pop("queue_s")
+        else:
+            future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+            self._shared.inflight[key] = future
+            try:
+                entry = await self._request(sent, params)
+                queue_s = entry.pop("queue_s")
+                entry = self._store(path, entry)
+                future.set_result(entry)
+            except BaseException as exc:
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" warning if none waits
+                raise
+            finally:
+                self._shared.inflight.pop(key, None)
+        prompt, completion = entry["prompt_tokens"], entry["completion_tokens"]
+        priced_prompt = count_messages(messages) if prompt is None else prompt
+        priced_completion = count_text(entry["text"]) if completion is None else completion
+        served = str(entry.get("served_model") or self.model)
+        log: dict[str, Any] = {"served_model": served} if served != self.model else {}
+        if self.write_text:
+            log["prompt"] = sent
+            log["completion"] = entry["text"]
+        return Completion(
+            entry["text"],
+            prompt,
+            completion,
+            entry["wall_s"],
+            finish_reason=entry.get("finish_reason"),
+            cached=cached,
+            model=self.model,
+            cost_usd=self.price(served, priced_prompt, priced_completion),
+            queue_s=queue_s,
+            log=log or None,
         )
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(
-                json.dumps(
-                    {
-                        "text": out.text,
-                        "prompt_tokens": out.prompt_tokens,
-                        "completion_tokens": out.completion_tokens,
-                        "wall_s": wall,
-                    }
-                )
-            )
-            os.replace(tmp, path)
-        return out

@@ -37,6 +37,7 @@ from envs.oracle import (
 from envs.rng import derive_rng, uniform01
 from planners.formats import (
     FINISH,
+    POSTCONDITION_NOTE,
     OutputParseError,
     dumps,
     error_kind,
@@ -550,12 +551,16 @@ class _Decider:
 
     def plan(self, prompt: str) -> str:
         log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
-        obs = [
-            _obs(sid, tool, args, text, ok)
-            for sid, tool, args, ok, text in parse_step_lines(log_part)
-        ]
+        obs, checked = [], set()
+        for sid, tool, args, ok, text in parse_step_lines(log_part):
+            result_text, _, _ = text.partition(POSTCONDITION_NOTE)
+            if not ok and error_kind(text) is None:  # returned, but a check rejected it
+                checked.add(sid)
+                obs.append(_obs(sid, tool, args, result_text))
+            else:
+                obs.append(_obs(sid, tool, args, text, ok))
         failed_id = m.group(1) if (m := _FAILED_STEP.search(prompt)) else None
-        flagged = frozenset({failed_id}) if failed_id else frozenset()
+        flagged = frozenset(checked | ({failed_id} if failed_id else set()))
         overlooked = self.sim.overlooked(self.skill, obs, flagged)
         gold = self.oracle.remaining(obs, overlooked)
         state = _obs_signature(obs)
@@ -576,7 +581,7 @@ class _Decider:
         old = revising.get("steps") if isinstance(revising, dict) else None
         steps: list[dict[str, Any]] = []
         persist = (
-            self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}")
+            self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}", gold)
             if obs
             else None
         )
@@ -599,7 +604,12 @@ class _Decider:
         return self._break(text)
 
     def _persisted_step(
-        self, obs: list[Obs], failed_id: str | None, state: str, step_id: str
+        self,
+        obs: list[Obs],
+        failed_id: str | None,
+        state: str,
+        step_id: str,
+        gold: list[GoldStep],
     ) -> dict[str, Any] | None:
         """A replanner committed to its line writes the failed step again, unchanged."""
         failed = next((o for o in reversed(obs) if o.key == failed_id), None)
@@ -610,13 +620,14 @@ class _Decider:
         )
         if belief.top != "persist":
             return None
+        checks = next((g.post for g in gold if g.tool == failed.tool), [])
         return {
             "id": step_id,
             "tool": failed.tool,
             "args": dict(failed.args),
             "depends_on": [],
             "pre_conditions": [],
-            "post_conditions": [],
+            "post_conditions": list(checks),
             "retry_limit": 3,
             "fallback": None,
         }
