@@ -1,16 +1,22 @@
 """Paper figures (PDF for papers, PNG for a quick look) built from episode records.
 
-Four figures, each a pure function of the episode table (plus the seed that
+Five figures, each a pure function of the episode table (plus the seed that
 :func:`experiments.metrics.summarize` uses), so the same records regenerate them
 byte for byte:
 
-* ``completion_vs_complexity`` — completion rate per planner and complexity, 95% Wilson bars;
-* ``pareto_tokens`` — mean ``tokens_total`` vs completion rate, one point per
-  planner x complexity, with the Pareto front (fewer tokens, higher completion) drawn;
-* ``latency_cdf`` — empirical CDF of ``latency_s`` (simulated seconds) per planner, with
-  P50 and P99 (numpy method 'linear') marked;
+* ``completion_vs_complexity`` — completion rate per planner and complexity, 95% intervals;
+* ``pareto_tokens`` — mean ``tokens_total`` vs completion rate, one panel per complexity
+  (points of different complexities are not comparable), each with its own Pareto front;
+* ``latency_cdf`` — empirical CDF of ``latency_s`` (simulated seconds) per planner, one panel
+  per complexity, with P50 and P99 (numpy method 'linear') on one row per planner below;
 * ``failure_modes`` — stacked shares of failure modes per planner
-  (:func:`experiments.metrics.failure_distribution`).
+  (:func:`experiments.metrics.failure_distribution`);
+* ``time_to_success`` — share of episodes succeeded by simulated time t, per complexity.
+
+Every planner has a fixed colour *and* marker (and line style), so figures survive greyscale
+print; legends take as many columns as fit and figures grow to hold them, at single
+(3.4 in) or double (7 in) column width. Seeds are pooled in a figure; other swept config
+values get their own figures (:func:`write_figures`).
 
 Reproducibility: figures are built on bare :class:`~matplotlib.figure.Figure` objects with an
 explicit Agg canvas (no pyplot, and no ``matplotlib.use`` that would hijack a notebook's
@@ -34,15 +40,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.textpath import TextToPath
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from experiments.metrics import (
     COMPLEXITY_ORDER,
+    DEFAULT_BY,
     failure_distribution,
+    kaplan_meier,
     percentile,
     sort_cells,
     summarize,
+    swept_keys,
+    with_swept_columns,
 )
 
 # --------------------------------------------------------------------------- style
@@ -64,12 +77,41 @@ KNOWN_PLANNER_COLORS: Mapping[str, str] = {
     "plan_execute": OKABE_ITO[1],
     "plan_execute_replan": OKABE_ITO[2],
     "tot": OKABE_ITO[3],
-    "bfs": OKABE_ITO[4],
-    "dfs": OKABE_ITO[5],
+    "bfs": OKABE_ITO[5],
+    "dfs": "#882255",  # Tol wine: Okabe-Ito has seven colours that read on white
     "mcts": OKABE_ITO[6],
-    "topo": OKABE_ITO[7],
+    "topo": OKABE_ITO[4],
 }
-"""Fixed colours for the shipped planners, so a planner looks the same in every paper."""
+"""Fixed colours for the shipped planners, so a planner looks the same in every paper.
+Okabe-Ito's yellow is never used (too faint on white); react (orange) and bfs are far apart."""
+
+KNOWN_PLANNER_MARKERS: Mapping[str, str] = {
+    "react": "o",
+    "plan_execute": "s",
+    "plan_execute_replan": "D",
+    "tot": "^",
+    "bfs": "v",
+    "dfs": "P",
+    "mcts": "X",
+    "topo": "*",
+}
+"""One marker per shipped planner: with the colour, it survives greyscale print."""
+EXTRA_MARKERS: tuple[str, ...] = ("<", ">", "h", "p", "d", "8", "H", "1", "2", "3")
+
+LINESTYLES: tuple[Any, ...] = (
+    "-",
+    "--",
+    ":",
+    "-.",
+    (0, (5, 1)),
+    (0, (3, 1, 1, 1, 1, 1)),
+    (0, (1, 2)),
+    (0, (6, 2, 1, 2)),
+)
+"""Line styles given to planners in order (curves stay apart in greyscale too)."""
+KNOWN_PLANNER_LINESTYLES: Mapping[str, Any] = {
+    name: LINESTYLES[i] for i, name in enumerate(KNOWN_PLANNER_MARKERS)
+}
 
 EXTRA_COLORS: tuple[str, ...] = (
     "#332288",  # indigo
@@ -157,6 +199,7 @@ FIGURE_NAMES: tuple[str, ...] = (
     "pareto_tokens",
     "latency_cdf",
     "failure_modes",
+    "time_to_success",
 )
 """File stems written by :func:`write_figures`, in output order."""
 
@@ -178,12 +221,26 @@ def planner_colors(planners: Sequence[str]) -> dict[str, str]:
     is unreadable anyway).
     """
     taken = set(KNOWN_PLANNER_COLORS.values())
-    free = [c for c in (*OKABE_ITO, *EXTRA_COLORS) if c not in taken]
+    free = [c for c in (*OKABE_ITO[:7], *EXTRA_COLORS) if c not in taken]
     colors = {p: KNOWN_PLANNER_COLORS[p] for p in planners if p in KNOWN_PLANNER_COLORS}
     unknown = sorted({p for p in planners if p not in KNOWN_PLANNER_COLORS})
     for i, name in enumerate(unknown):
         colors[name] = free[i % len(free)]
     return {p: colors[p] for p in dict.fromkeys(planners)}
+
+
+def planner_markers(planners: Sequence[str]) -> dict[str, str]:
+    """Stable planner -> marker mapping (known planners fixed, others by sorted name)."""
+    unknown = sorted({p for p in planners if p not in KNOWN_PLANNER_MARKERS})
+    extra = {p: EXTRA_MARKERS[i % len(EXTRA_MARKERS)] for i, p in enumerate(unknown)}
+    return {p: KNOWN_PLANNER_MARKERS.get(p) or extra[p] for p in dict.fromkeys(planners)}
+
+
+def planner_linestyles(planners: Sequence[str]) -> dict[str, Any]:
+    """Stable planner -> line style mapping (known planners fixed, others by sorted name)."""
+    unknown = sorted({p for p in planners if p not in KNOWN_PLANNER_LINESTYLES})
+    extra = {p: LINESTYLES[(i + 1) % len(LINESTYLES)] for i, p in enumerate(unknown)}
+    return {p: KNOWN_PLANNER_LINESTYLES.get(p) or extra[p] for p in dict.fromkeys(planners)}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -208,7 +265,7 @@ def _envs(df: pd.DataFrame) -> list[str]:
 
 
 WIDE_AFTER_PLANNERS = 4
-"""More planners than this (or several env panels) get a double-column figure."""
+"""More planners than this (or several panels) get a double-column figure by default."""
 
 
 def _width(n_panels: int, n_planners: int = 1) -> float:
@@ -217,8 +274,33 @@ def _width(n_panels: int, n_planners: int = 1) -> float:
     return DOUBLE_COLUMN_IN if wide else SINGLE_COLUMN_IN
 
 
-def _legend_cols(width: float) -> int:
-    return 3 if width <= SINGLE_COLUMN_IN else 5
+def _entry_width_in(label: str, handlelength: float = 1.8) -> float:
+    """Width of one legend entry (handle, gaps, label in the legend font) in inches, measured
+    with matplotlib's own text layout."""
+    size = float(RC["legend.fontsize"])
+    text_pt, _, _ = TextToPath().get_text_width_height_descent(
+        label, FontProperties(family=RC["font.family"], size=size), ismath=False
+    )
+    return (text_pt + size * (handlelength + 0.8 + 1.0)) / 72.0
+
+
+def _legend_cols(width: float, labels: Sequence[str] = ()) -> int:
+    """As many legend columns as fit in ``width`` (every column as wide as the widest entry)."""
+    if not labels:
+        return 1
+    widest = max(_entry_width_in(str(x)) for x in labels)
+    return max(1, min(len(labels), int((width - 0.15) // widest)))
+
+
+LEGEND_ROW_IN = 0.19
+"""Height of one legend row (8 pt text plus spacing) in inches."""
+
+
+def _legend_height(width: float, labels: Sequence[str]) -> float:
+    """Inches a top legend of ``labels`` takes at ``width``, so figures grow to hold it."""
+    if not labels:
+        return 0.0
+    return LEGEND_ROW_IN * math.ceil(len(labels) / _legend_cols(width, labels))
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -233,15 +315,37 @@ def _panel_title(ax: Any, env: str, n_envs: int) -> None:
         ax.set_title(f"env: {env}")
 
 
-def _planner_legend(fig: Figure, planners: Sequence[str], colors: Mapping[str, str]) -> None:
-    handles = [Line2D([], [], color=colors[p], marker="o", label=p) for p in planners]
+def _styles(planners: Sequence[str]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+    return planner_colors(planners), planner_markers(planners), planner_linestyles(planners)
+
+
+def _top_legend(fig: Figure, handles: list[Any]) -> None:
+    """The shared legend above the axes, in as many columns as fit the figure's width."""
+    labels = [h.get_label() for h in handles]
     fig.legend(
         handles=handles,
         loc="outside upper center",
-        ncols=min(len(planners), _legend_cols(fig.get_figwidth())),
-        handlelength=1.5,
+        ncols=_legend_cols(fig.get_figwidth(), labels),
         columnspacing=1.0,
+        handlelength=1.8,
     )
+
+
+def _planner_handles(
+    planners: Sequence[str], *, line: bool = True, marker: bool = True
+) -> list[Any]:
+    colors, markers, styles = _styles(planners)
+    return [
+        Line2D(
+            [],
+            [],
+            color=colors[p],
+            marker=markers[p] if marker else None,
+            ls=styles[p] if line else "",
+            label=p,
+        )
+        for p in planners
+    ]
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -282,15 +386,22 @@ def completion_figure(
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
     summary: pd.DataFrame | None = None,
+    width: float | None = None,
 ) -> Figure:
-    """(a) Completion rate vs complexity per planner, with 95% Wilson intervals.
+    """(a) Completion rate vs complexity per planner, with the summary's 95% intervals.
 
-    Planners are dodged horizontally so their error bars do not hide each other.
+    One panel per env; planners are dodged horizontally so their error bars do not hide each
+    other, each with its colour and marker.
     """
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.5)
+        planners = _ordered_planners(df, planner_order)
+        colors, markers, _ = _styles(planners)
+        envs = _envs(df)
+        width = width or _width(len(envs), len(planners))
+        fig = new_figure(width, 2.2 + _legend_height(width, planners))
+        axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
         dodge = 0.5 / max(len(planners), 1)
         for ax, env in zip(axes, envs, strict=True):
             cells = summary[summary["env"] == env]
@@ -314,9 +425,11 @@ def completion_figure(
                     y,
                     yerr=yerr,
                     color=colors[planner],
-                    marker="o",
+                    marker=markers[planner],
+                    markersize=4,
                     capsize=2,
                     elinewidth=0.8,
+                    lw=0.8,
                     label=planner,
                 )
             ax.set_xticks(range(len(levels)), levels)
@@ -324,9 +437,35 @@ def completion_figure(
             ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("task complexity")
             _panel_title(ax, env, len(envs))
-        axes[0].set_ylabel("completion rate (95% Wilson CI)")
-        _planner_legend(fig, planners, colors)
+        axes[0].set_ylabel("completion rate (95% CI)")
+        _top_legend(fig, _planner_handles(planners))
     return fig
+
+
+def _grid(
+    df: pd.DataFrame, planner_order: Sequence[str] | None, height: float, width: float | None
+) -> tuple[list[str], list[str], list[str], Figure, Any]:
+    """Planners, envs, complexities and a grid of panels: one row per env, one column per
+    complexity (points of different complexities are not comparable)."""
+    planners = _ordered_planners(df, planner_order)
+    envs = _envs(df)
+    levels = _ordered_complexities(list(df["complexity"]))
+    width = width or _width(len(levels), len(planners))
+    legend = _legend_height(width, [*planners, "Pareto front", "P99 (rows below)"])
+    fig = new_figure(width, height * len(envs) + 0.25 * (len(envs) - 1) + legend)
+    axes = fig.subplots(len(envs), len(levels), sharey=True, squeeze=False)
+    return planners, envs, levels, fig, axes
+
+
+def _thousands(value: float, _pos: object = None) -> str:
+    """Short tick labels for token counts: 1500 -> 1.5k, 20000 -> 20k."""
+    if value >= 1000:
+        return f"{value / 1000:g}k"
+    return f"{value:g}"
+
+
+def _grid_title(ax: Any, env: str, complexity: str, n_envs: int) -> None:
+    ax.set_title(f"{env}: {complexity}" if n_envs > 1 else complexity)
 
 
 def pareto_figure(
@@ -335,56 +474,66 @@ def pareto_figure(
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
     summary: pd.DataFrame | None = None,
+    width: float | None = None,
 ) -> Figure:
-    """(b) Success vs cost: mean tokens_total (x) against completion rate (y).
-
-    One point per planner x complexity (colour = planner, marker = complexity); the
-    Pareto front (no other point uses fewer tokens and completes more) is drawn as a
-    grey staircase. The x axis turns logarithmic when token means span over 20x.
+    """(b) Success vs cost, one panel per complexity (and env): mean tokens_total (x) against
+    completion rate (y), one point per planner (colour and marker), the Pareto front of that
+    panel (no other planner uses fewer tokens and completes more) as a grey staircase, its
+    points outlined. The x axis turns logarithmic when a panel's token means span over 20x.
     """
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.7)
-        levels = _ordered_complexities(list(summary["complexity"]))
-        extra_markers = iter(("D", "v", "P", "X", "*", "<", ">"))
-        markers = {c: COMPLEXITY_MARKERS.get(c) or next(extra_markers, "o") for c in levels}
-        for ax, env in zip(axes, envs, strict=True):
-            cells = summary[summary["env"] == env].reset_index(drop=True)
-            xs = cells["tokens_mean"].to_numpy(dtype=float)
-            ys = cells["completion_rate"].to_numpy(dtype=float)
-            front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
-            if front:
-                fx = [xs[i] for i in front]
-                fy = [ys[i] for i in front]
-                ax.step(fx, fy, where="post", color="#999999", lw=0.8, ls="--", zorder=1)
-            for i, rec in enumerate(cells.to_dict("records")):
-                ax.scatter(
-                    rec["tokens_mean"],
-                    rec["completion_rate"],
-                    color=colors[rec["planner"]],
-                    marker=markers[rec["complexity"]],
-                    s=22,
-                    edgecolors="black" if i in front else "none",
-                    linewidths=0.6,
-                    zorder=3,
-                )
-            positive = xs[xs > 0]
-            if positive.size and positive.max() / positive.min() > 20:
-                ax.set_xscale("log")
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("mean tokens per episode")
-            _panel_title(ax, env, len(envs))
-        axes[0].set_ylabel("completion rate")
-        handles: list[Any] = [
-            Line2D([], [], color=colors[p], marker="o", ls="", label=p) for p in planners
-        ]
-        handles += [
-            Line2D([], [], color="#555555", marker=markers[c], ls="", label=c) for c in levels
-        ]
+        planners, envs, levels, fig, axes = _grid(df, planner_order, 1.9, width)
+        colors, markers, _ = _styles(planners)
+        for r, env in enumerate(envs):
+            for c, level in enumerate(levels):
+                ax = axes[r][c]
+                cells = summary[(summary["env"] == env) & (summary["complexity"] == level)]
+                cells = cells.reset_index(drop=True)
+                xs = cells["tokens_mean"].to_numpy(dtype=float)
+                ys = cells["completion_rate"].to_numpy(dtype=float)
+                front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
+                if front:
+                    ax.step(
+                        [xs[i] for i in front],
+                        [ys[i] for i in front],
+                        where="post",
+                        color="#999999",
+                        lw=0.8,
+                        ls="--",
+                        zorder=1,
+                    )
+                for i, rec in enumerate(cells.to_dict("records")):
+                    ax.scatter(
+                        rec["tokens_mean"],
+                        rec["completion_rate"],
+                        color=colors[rec["planner"]],
+                        marker=markers[rec["planner"]],
+                        s=26,
+                        edgecolors="black" if i in front else "none",
+                        linewidths=0.6,
+                        zorder=3,
+                    )
+                positive = xs[xs > 0]
+                if positive.size and positive.max() / positive.min() > 20:
+                    ax.set_xscale("log")
+                    ax.xaxis.set_minor_formatter(NullFormatter())
+                else:
+                    ax.xaxis.set_major_locator(MaxNLocator(3))
+                ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+                ax.set_ylim(-0.03, 1.03)
+                _grid_title(ax, env, level, len(envs))
+            axes[r][0].set_ylabel("completion rate")
+        fig.supxlabel("mean tokens per episode", fontsize=RC["axes.labelsize"])
+        handles = _planner_handles(planners, line=False)
         handles.append(Line2D([], [], color="#999999", ls="--", lw=0.8, label="Pareto front"))
         _top_legend(fig, handles)
     return fig
+
+
+STRIP_STEP = 0.075
+"""Height (in CDF units) of each planner's P50/P99 row under a latency CDF."""
 
 
 def latency_cdf_figure(
@@ -392,66 +541,141 @@ def latency_cdf_figure(
     *,
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
+    width: float | None = None,
 ) -> Figure:
-    """(c) Empirical CDF of episode latency (simulated s) per planner, all complexities.
+    """(c) Empirical CDF of episode latency (simulated s), one panel per complexity (and env).
 
-    P50 (circle) and P99 (triangle) use :func:`experiments.metrics.percentile` (numpy
-    'linear'), so they match what a reader recomputes; the seed is unused (no resampling).
+    Under each CDF, one row per planner marks its P50 (circle) and P99 (triangle) joined by a
+    line, so no marker hides another. Percentiles use :func:`experiments.metrics.percentile`
+    (numpy 'linear'); the seed is unused (no resampling).
     """
     del seed  # same signature as the other figures; nothing random here
     _check(df)
     with paper_style():
-        planners, colors, envs, fig, axes = _panels(df, planner_order, 2.5)
-        for ax, env in zip(axes, envs, strict=True):
-            for planner in planners:
-                mask = (df["env"] == env) & (df["planner"] == planner)
-                lat = np.sort(df.loc[mask, "latency_s"].to_numpy(dtype=np.float64))
-                if lat.size == 0:
-                    continue
-                ecdf = np.arange(1, lat.size + 1, dtype=np.float64) / lat.size
-                color = colors[planner]
-                ax.step(
-                    np.concatenate([[lat[0]], lat]),
-                    np.concatenate([[0.0], ecdf]),
-                    where="post",
-                    color=color,
-                    label=planner,
-                )
-                for q, marker in ((50, "o"), (99, "^")):
-                    value = percentile(lat, q)
-                    ax.plot(
-                        [value],
-                        [q / 100.0],
-                        marker=marker,
-                        color=color,
-                        markeredgecolor="black",
-                        markeredgewidth=0.5,
-                        ls="",
-                        zorder=4,
+        planners, envs, levels, fig, axes = _grid(
+            df, planner_order, 1.9 + 0.1 * len(df["planner"].unique()), width
+        )
+        colors, _, styles = _styles(planners)
+        for r, env in enumerate(envs):
+            for c, level in enumerate(levels):
+                ax = axes[r][c]
+                for j, planner in enumerate(planners):
+                    mask = (
+                        (df["env"] == env)
+                        & (df["complexity"] == level)
+                        & (df["planner"] == planner)
                     )
-            for q in (0.5, 0.99):
-                ax.axhline(q, color="#BBBBBB", lw=0.5, ls=":", zorder=0)
-            ax.set_ylim(0.0, 1.02)
-            ax.set_xlabel("latency (simulated s)")
-            _panel_title(ax, env, len(envs))
-        axes[0].set_ylabel("share of episodes")
-        handles: list[Any] = [Line2D([], [], color=colors[p], label=p) for p in planners]
+                    lat = np.sort(df.loc[mask, "latency_s"].to_numpy(dtype=np.float64))
+                    if lat.size == 0:
+                        continue
+                    ecdf = np.arange(1, lat.size + 1, dtype=np.float64) / lat.size
+                    color = colors[planner]
+                    ax.step(
+                        np.concatenate([[lat[0]], lat]),
+                        np.concatenate([[0.0], ecdf]),
+                        where="post",
+                        color=color,
+                        ls=styles[planner],
+                        lw=1.0,
+                        label=planner,
+                    )
+                    y = -STRIP_STEP * (j + 1)
+                    p50, p99 = percentile(lat, 50), percentile(lat, 99)
+                    ax.plot([p50, p99], [y, y], color=color, lw=0.8, zorder=3)
+                    for value, marker in ((p50, "o"), (p99, "^")):
+                        ax.plot(
+                            [value],
+                            [y],
+                            marker=marker,
+                            color=color,
+                            markeredgecolor="black",
+                            markeredgewidth=0.4,
+                            markersize=3.5,
+                            ls="",
+                            zorder=4,
+                        )
+                for q in (0.5, 0.99):
+                    ax.axhline(q, color="#BBBBBB", lw=0.5, ls=":", zorder=0)
+                ax.axhline(0.0, color="#777777", lw=0.4, zorder=0)
+                ax.set_ylim(-STRIP_STEP * (len(planners) + 0.8), 1.03)
+                ax.set_yticks([0.0, 0.5, 0.99], ["0", "0.5", "0.99"])
+                _grid_title(ax, env, level, len(envs))
+            axes[r][0].set_ylabel("share of episodes")
+        fig.supxlabel("latency (simulated s)", fontsize=RC["axes.labelsize"])
+        handles = _planner_handles(planners, marker=False)
         handles += [
             Line2D([], [], color="#555555", marker="o", ls="", label="P50"),
-            Line2D([], [], color="#555555", marker="^", ls="", label="P99"),
+            Line2D([], [], color="#555555", marker="^", ls="", label="P99 (rows below)"),
         ]
         _top_legend(fig, handles)
     return fig
 
 
-def _top_legend(fig: Figure, handles: list[Any]) -> None:
-    """The shared legend above the axes, as wide as the figure allows."""
-    fig.legend(
-        handles=handles,
-        loc="outside upper center",
-        ncols=_legend_cols(fig.get_figwidth()),
-        columnspacing=1.0,
-    )
+def time_to_success_figure(
+    df: pd.DataFrame,
+    *,
+    seed: int = 0,
+    planner_order: Sequence[str] | None = None,
+    width: float | None = None,
+    estimator: str = "incidence",
+) -> Figure:
+    """(e) Time to success per planner (colour, line style), one panel per complexity (and env).
+
+    ``estimator="incidence"`` (default): the share of *all* episodes that had succeeded by
+    simulated time t (a failure is a competing event that never turns into a success), so
+    each curve ends at the completion rate. ``"km"``: Kaplan-Meier ``1 - S(t)`` with failed
+    episodes censored at their end (:func:`experiments.metrics.kaplan_meier`), the time
+    distribution had failed episodes gone on; it reaches 1 whenever the last event is a
+    success, so it must not be read as a completion rate (summary.csv gives its median).
+    A marker ends each curve.
+    """
+    if estimator not in ("incidence", "km"):
+        raise ValueError(f"estimator must be 'incidence' or 'km', got {estimator!r}")
+    del seed
+    _check(df)
+    with paper_style():
+        planners, envs, levels, fig, axes = _grid(df, planner_order, 1.9, width)
+        colors, markers, styles = _styles(planners)
+        for r, env in enumerate(envs):
+            for c, level in enumerate(levels):
+                ax = axes[r][c]
+                for planner in planners:
+                    mask = (
+                        (df["env"] == env)
+                        & (df["complexity"] == level)
+                        & (df["planner"] == planner)
+                    )
+                    sub = df.loc[mask]
+                    if sub.empty:
+                        continue
+                    success = sub["success"].to_numpy(dtype=bool)
+                    latency = sub["latency_s"].to_numpy(dtype=np.float64)
+                    if estimator == "km":
+                        times, surv = kaplan_meier(latency, success)
+                        curve = 1.0 - surv
+                    else:
+                        times = np.sort(latency[success])
+                        curve = np.arange(1, times.size + 1) / latency.size
+                    xs = np.concatenate([[0.0], times, [latency.max()]])
+                    ys = np.concatenate([[0.0], curve, [curve[-1] if curve.size else 0.0]])
+                    ax.step(xs, ys, where="post", color=colors[planner], ls=styles[planner], lw=1.0)
+                    ax.plot(
+                        [xs[-1]],
+                        [ys[-1]],
+                        marker=markers[planner],
+                        color=colors[planner],
+                        markersize=3.5,
+                        ls="",
+                    )
+                ax.set_ylim(-0.03, 1.03)
+                _grid_title(ax, env, level, len(envs))
+            axes[r][0].set_ylabel(
+                "share of episodes succeeded" if estimator == "incidence" else "1 - S(t), KM"
+            )
+        xlabel = "simulated s" if estimator == "incidence" else "simulated s (failures censored)"
+        fig.supxlabel(xlabel, fontsize=RC["axes.labelsize"])
+        _top_legend(fig, _planner_handles(planners))
+    return fig
 
 
 def failure_modes_figure(
@@ -459,12 +683,14 @@ def failure_modes_figure(
     *,
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
+    width: float | None = None,
 ) -> Figure:
     """(d) Share of failed episodes per failure mode, one stacked bar per planner.
 
     Shares come from :func:`experiments.metrics.failure_distribution` (the same numbers as
-    the failure table). Only modes that occur are drawn, each with its fixed colour; the
-    strip under each bar is the planner's colour and ``n`` above it counts failures.
+    the failure table). Only modes that occur are drawn, each with its fixed colour and hatch;
+    the strip under each bar is the planner's colour and ``n`` above it counts failures. The
+    legend below takes as many columns as fit the width, and the figure grows to hold it.
     """
     del seed
     _check(df)
@@ -474,8 +700,11 @@ def failure_modes_figure(
         dist = failure_distribution(df, ("planner",), planner_order=planners)
         dist = sort_cells(dist, ["planner"], planner_order=planners)
         modes = [m for m in dist.columns[2:] if bool((dist[m].fillna(0.0) > 0).any())]
-        width = _width(1, len(planners))
-        fig = new_figure(width, 2.6 + 0.14 * math.ceil(len(modes) / 2))
+        width = width or _width(1, len(planners))
+        labels = [m.replace("_", " ") for m in modes]
+        ncols = _legend_cols(width, labels)
+        rows = math.ceil(len(modes) / ncols) if modes else 0
+        fig = new_figure(width, 2.4 + 0.17 * rows)
         ax = fig.subplots()
         x = np.arange(len(dist), dtype=float)
         bottom = np.zeros(len(dist))
@@ -521,25 +750,14 @@ def failure_modes_figure(
                 )
                 for m in modes
             ]
-            ncols = 2 if width <= SINGLE_COLUMN_IN else 3
             fig.legend(handles=handles, loc="outside lower center", ncols=ncols, columnspacing=1.0)
     return fig
 
 
-def _panels(
-    df: pd.DataFrame, planner_order: Sequence[str] | None, height: float
-) -> tuple[list[str], dict[str, str], list[str], Figure, Any]:
-    """Planners in order, their colours, the envs, and one panel per env sharing y."""
-    planners = _ordered_planners(df, planner_order)
-    envs = _envs(df)
-    fig = new_figure(_width(len(envs), len(planners)), height)
-    axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
-    return planners, planner_colors(planners), envs, fig, axes
-
-
 def _summary(df: pd.DataFrame, seed: int, planner_order: Sequence[str] | None) -> pd.DataFrame:
-    """The same per-cell numbers as summary.csv (so figure and table always agree)."""
-    return summarize(df, seed=seed, planner_order=planner_order)
+    """The same per-cell numbers as summary.csv (so figure and table always agree); seeds
+    pooled (their tasks are different tasks) when a figure covers several."""
+    return summarize(df, DEFAULT_BY, seed=seed, planner_order=planner_order)
 
 
 # --------------------------------------------------------------------------- output
@@ -576,6 +794,26 @@ def figure_png(fig: Figure, dpi: int = 150) -> bytes:
     return buf.getvalue()
 
 
+def figure_builders(
+    df: pd.DataFrame,
+    *,
+    seed: int = 0,
+    planner_order: Sequence[str] | None = None,
+    summary: pd.DataFrame | None = None,
+    width: float | None = None,
+) -> list[Figure]:
+    """Every figure of :data:`FIGURE_NAMES`, in that order (``width`` forces one width)."""
+    summary = _summary(df, seed, planner_order) if summary is None else summary
+    common: dict[str, Any] = {"seed": seed, "planner_order": planner_order, "width": width}
+    return [
+        completion_figure(df, summary=summary, **common),
+        pareto_figure(df, summary=summary, **common),
+        latency_cdf_figure(df, **common),
+        failure_modes_figure(df, **common),
+        time_to_success_figure(df, **common),
+    ]
+
+
 def write_figures(
     df: pd.DataFrame,
     out_dir: Path,
@@ -584,27 +822,35 @@ def write_figures(
     planner_order: list[str] | None = None,
     summary: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """Write the four figures as PDF and PNG into ``out_dir/figures/``; returns the paths.
+    """Write every figure as PDF and PNG into ``out_dir/figures/``; returns the paths.
 
     Pass the ``summary`` that :func:`~experiments.tables.write_summaries` returned to avoid
-    computing (and bootstrapping) it twice.
-
-    ``seed`` and ``planner_order`` are passed to :func:`~experiments.metrics.summarize`
-    exactly as :func:`~experiments.tables.write_summaries` uses them, so the plotted
-    numbers are those of ``summary.csv``. Identical records give identical bytes.
+    computing (and bootstrapping) it twice; it is used only when it has one row per planner x
+    env x complexity. Seeds are pooled in a figure (each seed's tasks are other tasks); any
+    other swept config value gets its own set of figures in ``figures/<key=value,...>/``, so
+    conditions are never pooled. Identical records give identical bytes.
     """
     _check(df)
-    fig_dir = Path(out_dir) / "figures"
-    summary = _summary(df, seed, planner_order) if summary is None else summary
-    builders = (
-        completion_figure(df, seed=seed, planner_order=planner_order, summary=summary),
-        pareto_figure(df, seed=seed, planner_order=planner_order, summary=summary),
-        latency_cdf_figure(df, seed=seed, planner_order=planner_order),
-        failure_modes_figure(df, seed=seed, planner_order=planner_order),
-    )
+    df = with_swept_columns(df)
+    groups = [k for k in swept_keys(df) if k != "seed"]
+    if summary is not None and list(summary.columns[: list(summary.columns).index("n")]) != list(
+        DEFAULT_BY
+    ):
+        summary = None
+    parts: list[tuple[Path, pd.DataFrame]] = []
+    if groups:
+        for key, sub in df.groupby(groups, sort=True, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            name = ",".join(f"{k}={v}" for k, v in zip(groups, key, strict=True))
+            parts.append((Path(out_dir) / "figures" / name.replace("/", "_"), sub))
+        summary = None
+    else:
+        parts.append((Path(out_dir) / "figures", df))
     paths: list[Path] = []
-    for name, fig in zip(FIGURE_NAMES, builders, strict=True):
-        paths += save_figure(fig, fig_dir / name)
+    for fig_dir, sub in parts:
+        figs = figure_builders(sub, seed=seed, planner_order=planner_order, summary=summary)
+        for name, fig in zip(FIGURE_NAMES, figs, strict=True):
+            paths += save_figure(fig, fig_dir / name)
     return paths
 
 
@@ -616,6 +862,10 @@ __all__ = [
     "SINGLE_COLUMN_IN",
     "completion_figure",
     "failure_modes_figure",
+    "figure_builders",
+    "planner_linestyles",
+    "planner_markers",
+    "time_to_success_figure",
     "figure_png",
     "latency_cdf_figure",
     "pareto_figure",

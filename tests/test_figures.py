@@ -150,3 +150,123 @@ def test_failure_figure_handles_runs_without_failures_and_empty_input_fails() ->
     assert "no failed episodes" in texts and texts.count("n=0") == 3
     with pytest.raises(ValueError, match="no episodes"):
         write_figures(df.iloc[0:0], Path("unused"))
+
+
+def _outside(fig: object) -> list[str]:
+    """Artists whose window extent leaves the canvas (after the layout engine ran)."""
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    canvas = fig.bbox  # type: ignore[attr-defined]
+    bad = []
+    artists = [*fig.legends, *fig.texts]  # type: ignore[attr-defined]
+    artists += [t for ax in fig.axes for t in ax.texts]  # type: ignore[attr-defined]
+    boxes = [(a, a.get_window_extent(renderer)) for a in artists]
+    # an axes' tight bbox covers everything it draws: tick labels, title, axis labels
+    boxes += [(ax, ax.get_tightbbox(renderer)) for ax in fig.axes]  # type: ignore[attr-defined]
+    for artist, box in boxes:
+        if isinstance(artist, Text) and not artist.get_text():
+            continue
+        if box.width == 0 and box.height == 0:
+            continue
+        tol = 1.0
+        if (
+            box.x0 < canvas.x0 - tol
+            or box.y0 < canvas.y0 - tol
+            or box.x1 > canvas.x1 + tol
+            or box.y1 > canvas.y1 + tol
+        ):
+            kind = "legend" if isinstance(artist, Legend) else type(artist).__name__
+            bad.append(f"{kind}: {box} outside {canvas}")
+    return bad
+
+
+def eight_planner_episodes() -> pd.DataFrame:
+    base = make_episodes()
+    frames = [
+        base[base.planner == "react"].assign(planner=name)
+        for name in ("react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs")
+    ]
+    frames += [base[base.planner == "react"].assign(planner=n) for n in ("mcts", "topo")]
+    df = pd.concat(frames, ignore_index=True)
+    modes = list(FAILURE_MODES_ALL)
+    df["failure_mode"] = [
+        "none" if s else modes[i % len(modes)] for i, s in enumerate(df["success"])
+    ]
+    return df
+
+
+FAILURE_MODES_ALL = (
+    "dead_end",
+    "gave_up_after_tool_failure",
+    "precondition_unverified",
+    "plan_logic_error",
+    "hallucinated_tool_call",
+    "malformed_output",
+    "budget_exhausted",
+    "false_success",
+    "correctly_reported_unreachable",
+)
+
+
+@pytest.mark.parametrize("width", [3.4, 7.0])
+def test_no_artist_leaves_the_canvas_at_column_widths(width: float) -> None:
+    from experiments.figures import figure_builders
+
+    df = eight_planner_episodes()
+    two_envs = pd.concat([df, df.assign(env="rag")], ignore_index=True)
+    for frame in (df, two_envs):
+        for name, fig in zip(FIGURE_NAMES, figure_builders(frame, width=width), strict=True):
+            assert fig.get_figwidth() == pytest.approx(width)
+            assert _outside(fig) == [], name
+
+
+def test_every_planner_has_its_own_marker_and_no_faint_yellow() -> None:
+    from matplotlib.colors import to_rgb
+
+    from experiments.figures import planner_linestyles, planner_markers
+
+    planners = [*KNOWN_PLANNER_COLORS, "custom_a", "custom_b"]
+    markers = planner_markers(planners)
+    assert len(set(markers.values())) == len(planners)
+    styles = planner_linestyles(list(KNOWN_PLANNER_COLORS))
+    assert len({str(v) for v in styles.values()}) == len(KNOWN_PLANNER_COLORS)
+    for color in planner_colors(planners).values():
+        r, g, b = to_rgb(color)
+        luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+        assert luminance < 0.75, color  # readable on white (Okabe-Ito yellow is 0.85)
+    assert "#F0E442" not in planner_colors(planners).values()
+
+
+def test_pareto_and_latency_have_one_panel_per_complexity() -> None:
+    df = make_episodes()
+    for build in (pareto_figure, latency_cdf_figure):
+        fig = build(df)
+        titles = [ax.get_title() for ax in fig.axes]
+        assert titles == ["simple", "complex"]
+
+
+def test_latency_percentile_markers_do_not_overlap() -> None:
+    """P50/P99 markers sit on one row per planner under the CDF, never on top of each other."""
+    df = make_episodes()
+    fig = latency_cdf_figure(df)
+    for ax in fig.axes:
+        rows = {
+            round(float(line.get_ydata()[0]), 6)
+            for line in ax.lines
+            if line.get_marker() == "^" and len(line.get_ydata()) == 1
+        }
+        assert len(rows) == df["planner"].nunique()
+        assert all(y < 0 for y in rows)
+
+
+def test_pareto_front_is_computed_per_complexity_panel() -> None:
+    df = make_episodes()
+    fig = pareto_figure(df)
+    for ax in fig.axes:
+        outlined = [
+            c for c in ax.collections if c.get_edgecolor().size and c.get_edgecolor()[0][3] > 0
+        ]
+        assert outlined, ax.get_title()  # every panel has its own front

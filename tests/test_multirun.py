@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from experiments.figures import FIGURE_NAMES
+
 BIN = Path(sys.executable).parent
 
 
@@ -30,8 +32,8 @@ def test_multirun_writes_sweep_level_summary_and_figures(tmp_path: Path) -> None
     assert list(summary["n"]) == [2, 2]
     merged = pd.read_parquet(sweep / "episodes.parquet")
     assert len(merged) == 4 and sorted(set(merged["run_dir"])) == ["0", "1"]
-    assert len(list((sweep / "figures").glob("*.pdf"))) == 4
-    assert len(list((sweep / "figures").glob("*.png"))) == 4
+    assert len(list((sweep / "figures").glob("*.pdf"))) == len(FIGURE_NAMES)
+    assert len(list((sweep / "figures").glob("*.png"))) == len(FIGURE_NAMES)
     assert not (sweep / "episodes.jsonl").exists()  # a rerun of the aggregate cannot double
     assert "Sweep completion rate" in proc.stdout
     # the sweep-level files are exactly what planarena-report makes from the same jobs
