@@ -11,6 +11,7 @@ steps, an outcome, or an echo. It counts the requests it received.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -22,6 +23,7 @@ PROMPT_TOKENS = 4321  # the fake API's usage numbers: no tiktoken count of these
 COMPLETION_TOKENS = 87
 SLOW_MARKER = "[slow]"  # a user message containing this is answered after SLOW_S
 SLOW_S = 0.1
+OVERFLOW_MARKER = "[overflow]"  # a request containing this exceeds the model's context (400)
 QUERY = {"query": "Acme annual report 2025"}
 FINISH_ARGS = {"answer": "done", "status": "success"}
 
@@ -139,10 +141,8 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
             self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
-            pass
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
@@ -163,6 +163,10 @@ class FakeHandler(BaseHTTPRequestHandler):
             n = len(self.server.bodies)
         if error:
             self._send(400, {"error": {"message": error, "type": "invalid_request_error"}})
+            return
+        if any(OVERFLOW_MARKER in str(m.get("content", "")) for m in messages):
+            message = "This model's maximum context length is 8192 tokens; the prompt has 9001"
+            self._send(400, {"error": {"message": message, "code": "context_length_exceeded"}})
             return
         if any(SLOW_MARKER in str(m.get("content", "")) for m in messages):
             time.sleep(SLOW_S)

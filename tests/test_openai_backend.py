@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fake_server import (
     COMPLETION_TOKENS,
+    OVERFLOW_MARKER,
     PROMPT_TOKENS,
     REACT_STYLES,
     SLOW_MARKER,
@@ -30,7 +31,7 @@ from fake_server import (
 )
 
 from envs import clock
-from planners.llm.base import EpisodeLLM, Message, Request
+from planners.llm.base import BudgetExhausted, EpisodeLLM, Message, Request
 from planners.llm.openai_backend import OpenAIBackend, merge_consecutive_roles
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
@@ -342,6 +343,14 @@ def test_retries_and_timeout_bound_the_whole_call(server: FakeOpenAI) -> None:
     with pytest.raises(openai.APITimeoutError):
         generate(backend, [{"role": "user", "content": "hello"}])
     assert time.perf_counter() - start < 0.9  # not three attempts of 0.3 s plus backoff
+
+
+def test_a_prompt_beyond_the_models_context_is_a_budget_stop_not_a_harness_error(
+    server: FakeOpenAI,
+) -> None:
+    backend = OpenAIBackend("fake", base_url=server.url, max_retries=0)
+    with pytest.raises(BudgetExhausted, match="context"):
+        generate(backend, [{"role": "user", "content": f"long history {OVERFLOW_MARKER}"}])
 
 
 def test_key_comes_from_the_named_env_var_and_is_the_bearer_token(

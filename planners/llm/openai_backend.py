@@ -31,6 +31,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 import warnings
@@ -40,10 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from planners.formats import MAX_TOKENS, STOP_SEQUENCES, request_format
-from planners.llm.base import Completion, Message, Request
+from planners.llm.base import BudgetExhausted, Completion, Message, Request
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
 
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _](length|size|window)|maximum context|context_length_exceeded|too many tokens",
+    re.IGNORECASE,
+)
 CACHE_VERSION = 2  # bump when the key material or the entry format changes
 
 
@@ -247,6 +252,11 @@ class OpenAIBackend:
                 response = await asyncio.wait_for(create, self.timeout_s)
             except TimeoutError:  # the SDK's own timeout error, so it is classified alike
                 raise openai.APITimeoutError(request=None) from None  # type: ignore[arg-type]
+            except openai.BadRequestError as exc:
+                if _CONTEXT_OVERFLOW.search(str(exc)):  # the prompt outgrew the model: the
+                    # episode's compute budget, the same clean stop for every planner
+                    raise BudgetExhausted(f"prompt exceeds the model's context: {exc}") from None
+                raise
             wall = time.perf_counter() - start
         choice = response.choices[0]
         usage = response.usage
