@@ -10,7 +10,9 @@ From ``traces.jsonl`` (one trace per episode, written by :mod:`experiments.episo
   and injected faults hatched in other colours; LLM calls (``llm`` events) on their own lane;
   retries, fallbacks and (re)plans as markers;
 * the **search tree** of search planners when a ``search_tree`` event exists
-  (``nodes: [{node, parent, action, score, visits, ...}]``), coloured by score.
+  (``nodes: [{node, parent, action, score, visits, ...}]``), coloured by the node's value
+  (mean reward: ``value``, or ``value_sum / visits``) when recorded, else by the judge's
+  score, else by visits; node size grows with visits.
 
 Output: PNG or PDF (timestamp-free, reproducible), or a self-contained HTML page (inline
 base64 PNG plus tables of the episode record, tool calls and events).
@@ -124,6 +126,23 @@ def _find_record(source: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _job_label(trace_file: Path) -> str:
+    """`` [job: seed=1 planner=react] (dir)``: a job's overrides, so sweep choices differ."""
+    overrides = trace_file.parent / ".hydra" / "overrides.yaml"
+    label = ""
+    if overrides.is_file():
+        import yaml
+
+        items = [
+            str(o)
+            for o in (yaml.safe_load(overrides.read_text(encoding="utf-8")) or [])
+            if not str(o).startswith("hydra.")
+        ]
+        if items:
+            label = f" [job: {' '.join(items)}]"
+    return f"{label} ({trace_file.parent})"
+
+
 def load_trace(
     run_dir: str | Path,
     task_id: str,
@@ -159,10 +178,14 @@ def load_trace(
             raise LookupError(f"task {task_id!r} not in {run_dir}; tasks include: {known}")
         raise LookupError(f"no episode of {task_id!r} with planner={planner} trial={trial}")
     if len(matches) > 1:
+        # (one planner and one trial in one job is a single match: no --planner needed)
+        jobs = {f for f, _ in matches}
+        hint = " (or give that job's dir as RUN_DIR)" if len(jobs) > 1 else ""
         options = "; ".join(
-            f"--planner {d['planner']} --trial {d.get('trial', 0)} ({f.parent})" for f, d in matches
+            f"--planner {d['planner']} --trial {d.get('trial', 0)}{_job_label(f)}"
+            for f, d in matches
         )
-        raise LookupError(f"{len(matches)} episodes match {task_id!r}, pick one: {options}")
+        raise LookupError(f"{len(matches)} episodes match {task_id!r}, pick one{hint}: {options}")
     source, doc = matches[0]
     return EpisodeTrace(
         planner=str(doc["planner"]),
@@ -549,20 +572,55 @@ def action_label(action: Any, width: int = 13) -> str:
     return text if len(text) <= width else text[: width - 1] + "."
 
 
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def node_value(data: dict[str, Any]) -> float | None:
+    """A node's value (mean reward): ``value`` when recorded, else ``value_sum / visits``."""
+    value = _finite(data.get("value"))
+    if value is not None:
+        return value
+    total, visits = _finite(data.get("value_sum")), _finite(data.get("visits"))
+    if total is not None and visits:
+        return total / visits
+    return None
+
+
+def tree_colour_key(tree: nx.DiGraph) -> str:
+    """What colours a tree's nodes: ``value`` (MCTS mean reward) when any node has one, else
+    ``score`` (the judge's heuristic) when any node has one, else ``visits``."""
+    data = [tree.nodes[n] for n in tree.nodes]
+    if any(node_value(d) is not None for d in data):
+        return "value"
+    if any(_finite(d.get("score")) is not None for d in data):
+        return "score"
+    return "visits"
+
+
 def _draw_tree(ax: Any, fig: Any, tree: nx.DiGraph, algorithm: str) -> None:
     pos = tree_positions(tree)
     nodes = list(tree.nodes)
-    scores = [tree.nodes[n].get("score") for n in nodes]
-    numeric = [float(s) for s in scores if isinstance(s, int | float) and math.isfinite(s)]
-    # scores are usually in [0, 1]; widen to cover them all so one value is not 'the max'
-    norm = Normalize(min([0.0, *numeric]), max([1.0, *numeric]))
+    key = tree_colour_key(tree)
+    if key == "value":
+        raw = [node_value(tree.nodes[n]) for n in nodes]
+    else:
+        raw = [_finite(tree.nodes[n].get(key)) for n in nodes]
+    numeric = [v for v in raw if v is not None]
+    if key == "visits":
+        norm: Normalize = Normalize(0.0, max([1.0, *numeric]))
+    else:  # values and scores are usually in [0, 1]; widen to cover them all
+        norm = Normalize(min([0.0, *numeric]), max([1.0, *numeric]))
     cmap = colormaps["viridis"]
-    colors = [
-        cmap(norm(float(s))) if isinstance(s, int | float) and math.isfinite(s) else "#DDDDDD"
-        for s in scores
-    ]
+    colors = [cmap(norm(v)) if v is not None else "#DDDDDD" for v in raw]
+    visits = [_finite(tree.nodes[n].get("visits")) or 0.0 for n in nodes]
     small = tree.number_of_nodes() <= 40
-    size = 140 if small else 25
+    base = 140 if small else 25
+    top = max(visits) if visits else 0.0
+    # node area grows with visits (MCTS), so the most explored lines stand out
+    sizes = [base * (0.5 + 1.5 * (v / top) ** 0.5) if top > 0 else base for v in visits]
     nx.draw_networkx_edges(tree, pos, ax=ax, width=0.5, arrows=False, edge_color="#777777")
     for pruned in (False, True):
         subset = [i for i, n in enumerate(nodes) if bool(tree.nodes[n].get("pruned")) == pruned]
@@ -573,7 +631,7 @@ def _draw_tree(ax: Any, fig: Any, tree: nx.DiGraph, algorithm: str) -> None:
                 nodelist=[nodes[i] for i in subset],
                 ax=ax,
                 node_color=[colors[i] for i in subset],
-                node_size=size,
+                node_size=[sizes[i] for i in subset],
                 edgecolors="#D55E00" if pruned else "black",
                 linewidths=0.9 if pruned else 0.4,
                 node_shape="s" if pruned else "o",
@@ -582,8 +640,11 @@ def _draw_tree(ax: Any, fig: Any, tree: nx.DiGraph, algorithm: str) -> None:
         for node, (x, y) in pos.items():
             data = tree.nodes[node]
             stats = []
-            score = data.get("score")
-            if isinstance(score, int | float):
+            value = node_value(data)
+            score = _finite(data.get("score"))
+            if value is not None:
+                stats.append(f"v={value:.2f}")
+            elif score is not None:
                 stats.append(f"s={score:.2f}")
             if data.get("visits"):
                 stats.append(f"n={data['visits']}")
@@ -593,15 +654,19 @@ def _draw_tree(ax: Any, fig: Any, tree: nx.DiGraph, algorithm: str) -> None:
     title = f"search tree: {algorithm}, " if algorithm else "search tree: "
     if tree.graph.get("searches", 1) > 1:
         title += f"last of {tree.graph['searches']} searches, "
+    meaning = {"value": "value (mean reward)", "score": "score", "visits": "visits"}[key]
+    size_note = ", size = visits" if top > 0 else ""
     ax.set_title(
-        title + f"{tree.number_of_nodes()} nodes, colour = score, orange squares = pruned",
+        title
+        + f"{tree.number_of_nodes()} nodes, colour = {meaning}{size_note}, "
+        + "orange squares = pruned",
         loc="left",
     )
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
     ax.set_xlim(min(xs) - 0.7, max(xs) + 0.7)
     ax.set_ylim(min(ys) - 0.8, 0.4)
-    fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="score", shrink=0.8)
+    fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=meaning, shrink=0.8)
 
 
 # --------------------------------------------------------------------------- figure / html

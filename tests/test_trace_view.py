@@ -151,3 +151,40 @@ def test_synthetic_search_tree_event_and_action_labels() -> None:
     ]
     assert action_label(json.dumps({"goal": "g", "steps": [{}, {}]})) == "plan: 2 steps"
     assert len(render_episode(trace).axes) == 4  # plan, timeline, tree, colorbar
+
+
+def test_mcts_nodes_are_coloured_by_value_else_score_else_visits() -> None:
+    from experiments.trace_view import node_value, tree_colour_key
+
+    nodes = [
+        {"node": 0, "parent": None, "action": None, "score": None, "visits": 4, "value_sum": 2.0},
+        {"node": 1, "parent": 0, "action": "a", "score": None, "visits": 3, "value_sum": 3.0},
+        {"node": 2, "parent": 0, "action": "b", "score": None, "visits": 1, "value": 0.25},
+    ]
+    tree = search_tree([{"event": "search_tree", "nodes": nodes}])
+    assert tree is not None and tree_colour_key(tree) == "value"
+    assert [node_value(tree.nodes[n]) for n in "012"] == [0.5, 1.0, 0.25]
+    visits_only = [{k: v for k, v in n.items() if k not in ("value", "value_sum")} for n in nodes]
+    tree = search_tree([{"event": "search_tree", "nodes": visits_only}])
+    assert tree is not None and tree_colour_key(tree) == "visits"
+    trace = EpisodeTrace("mcts", "t", 0, "", [{"event": "search_tree", "nodes": nodes}], [])
+    fig = render_episode(trace)
+    tree_ax = next(ax for ax in fig.axes if "search tree" in ax.get_title(loc="left"))
+    assert "colour = value (mean reward), size = visits" in tree_ax.get_title(loc="left")
+    colours = {tuple(c) for coll in tree_ax.collections for c in coll.get_facecolors()}
+    assert len(colours) == 3  # three values, three colours (none grey)
+
+
+def test_sweep_choices_name_each_jobs_overrides(tmp_path: Path) -> None:
+    for job, seed in (("0", 0), ("1", 1)):
+        d = tmp_path / job
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "overrides.yaml").write_text(f"- planner=react\n- seed={seed}\n")
+        doc = {"planner": "react", "task_id": "t-1", "trial": 0, "events": [], "tool_calls": []}
+        (d / "traces.jsonl").write_text(json.dumps(doc) + "\n")
+    with pytest.raises(LookupError) as exc:
+        load_trace(tmp_path, "t-1")
+    message = str(exc.value)
+    assert "[job: planner=react seed=0]" in message and "[job: planner=react seed=1]" in message
+    assert "give that job's dir as RUN_DIR" in message
+    assert load_trace(tmp_path / "1", "t-1").planner == "react"  # one planner: picked alone
