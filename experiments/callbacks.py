@@ -1,13 +1,19 @@
 """Hydra callbacks: aggregate a multirun's jobs into its sweep dir.
 
 Registered in ``configs/config.yaml`` under ``hydra.callbacks``. After the last job of a
-``planarena -m ...`` sweep, :class:`AggregateSweep` merges every job's ``episodes.jsonl`` and
-writes ``episodes.parquet``, ``summary.md/.csv/.tex`` and ``figures/`` into the sweep dir,
-the same way a single job does (and as ``planarena-report SWEEP_DIR --parquet`` would).
+``planarena -m ...`` sweep, :class:`AggregateSweep` merges the ``episodes.jsonl`` of every job
+that finished and writes ``episodes.parquet``, ``summary.md/.csv/.tex`` and ``figures/`` into
+the sweep dir, the same way a single job does (and as ``planarena-report SWEEP_DIR --parquet``
+would when every job finished). A job that failed (its ``status.json`` says so, or it has none:
+killed, or still running elsewhere) is left out and named; the sweep then exits non-zero.
+
+Everything heavy is imported when the aggregate runs, not when Hydra builds the callback
+(which it does for every single run too).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,23 +21,79 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from experiments.report import load_runs, render, resolve_seed, warn_duplicates
+from experiments.records import EPISODES, STATUS_FILE
+
+
+def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
+    """Job dirs that finished (in natural order), and the others with why they did not."""
+    from experiments.report import _natural_key
+
+    finished: list[Path] = []
+    failed: dict[Path, str] = {}
+    dirs = {p.parent for p in sweep_dir.glob(f"*/{EPISODES}")}
+    dirs |= {p.parent for p in sweep_dir.glob(f"*/{STATUS_FILE}")}
+    for d in sorted(dirs, key=lambda p: _natural_key(p.name)):
+        status_file = d / STATUS_FILE
+        if not status_file.exists():
+            failed[d] = "no status.json: killed, or still running"
+            continue
+        status = json.loads(status_file.read_text())
+        if status.get("status") in ("ok", "harness_errors") and (d / EPISODES).exists():
+            finished.append(d)
+            if status.get("status") == "harness_errors":
+                print(f"WARNING: {d.name}: {status.get('message')}", file=sys.stderr)
+        else:
+            failed[d] = str(status.get("message") or status.get("status"))
+    return finished, failed
 
 
 class AggregateSweep(Callback):
-    """Merge all job records of a sweep into sweep-level tables and figures."""
+    """Merge the records of a sweep's finished jobs into sweep-level tables and figures."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Runs once, after every job; a sweep without records only gets a warning, so a
-        failed sweep still reports its own error rather than ours."""
+        """Runs once, after every job. Exits non-zero (after aggregating the rest) when a job
+        failed or recorded harness errors."""
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        if not any(sweep_dir.glob("*/episodes.jsonl")):
+        finished, failed = job_outcomes(sweep_dir)
+        for d, why in failed.items():
+            print(f"WARNING: job {d.name} left out of the aggregate: {why}", file=sys.stderr)
+        if finished:
+            from experiments.report import load_runs, render, resolve_seed, warn_duplicates
+
+            df = load_runs(finished)
+            warn_duplicates(df)
+            if config.get("figures") is False:  # tables only, as the jobs did
+                table = _tables_only(df, sweep_dir, resolve_seed(df, None))
+            else:
+                table = render(df, sweep_dir, seed=resolve_seed(df, None), parquet=True)
+            print(f"\nSweep completion rate (95% Wilson interval) — {sweep_dir}\n{table}")
+        else:
             print(
-                f"WARNING: no */episodes.jsonl under {sweep_dir}; nothing to aggregate",
+                f"WARNING: no finished job under {sweep_dir}; nothing to aggregate", file=sys.stderr
+            )
+        harness = [d for d in finished if _status(d) == "harness_errors"]
+        if failed or harness:
+            names = ", ".join(d.name for d in [*failed, *harness])
+            print(
+                f"planarena: {len(failed) + len(harness)} job(s) did not end cleanly: {names}",
                 file=sys.stderr,
             )
-            return
-        df = load_runs([sweep_dir])
-        warn_duplicates(df)
-        table = render(df, sweep_dir, seed=resolve_seed(df, None), parquet=True)
-        print(f"\nSweep completion rate (95% Wilson interval) — {sweep_dir}\n{table}")
+            sys.exit(1)
+
+
+def _status(job_dir: Path) -> str:
+    return str(json.loads((job_dir / STATUS_FILE).read_text()).get("status"))
+
+
+def _tables_only(df: Any, out_dir: Path, seed: int) -> str:
+    import os
+
+    from experiments.tables import format_completion_table, write_summaries
+
+    merged = df.copy()
+    merged["run_dir"] = [
+        Path(os.path.relpath(Path(r).resolve(), out_dir.resolve())).as_posix()
+        for r in merged["run_dir"]
+    ]
+    merged.to_parquet(out_dir / "episodes.parquet", index=False)
+    return format_completion_table(write_summaries(df, out_dir, seed=seed))

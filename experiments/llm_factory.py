@@ -2,34 +2,139 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from envs.base import Env, Task
 from planners.llm.base import LLMBackend
 from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 
 
+class ConfigError(ValueError):
+    """A user's config value that cannot run; the message is one line naming key and value."""
+
+
+def describe(exc: ValidationError, prefix: str, model: type[BaseModel] | None = None) -> str:
+    """One line per pydantic error, joined: ``key=value: what is allowed``."""
+    parts = []
+    for err in exc.errors():
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        key = f"{prefix}{loc}".strip(".")
+        value = err.get("input")
+        shown = "" if err["type"] == "missing" else f"={json.dumps(value, default=str)}"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown key"
+            if model is not None and len(err["loc"]) == 1:
+                message += "; allowed: " + ", ".join(sorted(model.model_fields))
+        parts.append(f"{key}{shown}: {message}")
+    return "; ".join(parts)
+
+
+def validated(model: type[BaseModel], data: Mapping[str, Any], prefix: str) -> Any:
+    """``model(**data)``, a :class:`ConfigError` naming key and value if it does not validate."""
+    try:
+        return model(**dict(data))
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, prefix, model)) from None
+
+
+def skill_overrides(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in dict(cfg.get("skill_overrides") or {}).items() if v is not None}
+
+
 def skill_profile(cfg: Mapping[str, Any]) -> SkillProfile:
+    """The named profile with the overrides applied, validated by the model itself (ranges,
+    types, unknown fields), so a new field of :class:`SkillProfile` validates with no change
+    here."""
     name = str(cfg.get("skill", "strong"))
     if name not in SKILLS:
-        raise ValueError(f"unknown llm.skill {name!r}; choose one of {sorted(SKILLS)}")
-    overrides = {k: v for k, v in dict(cfg.get("skill_overrides") or {}).items() if v is not None}
-    return SKILLS[name].model_copy(update=overrides) if overrides else SKILLS[name]
+        raise ConfigError(f"llm.skill={name}: unknown skill; choose one of {sorted(SKILLS)}")
+    overrides = skill_overrides(cfg)
+    if not overrides:
+        return SKILLS[name]
+    merged = {**SKILLS[name].model_dump(), **overrides}
+    return validated(SkillProfile, merged, "llm.skill_overrides")
 
 
 def model_profiles(cfg: Mapping[str, Any]) -> dict[str, ModelProfile]:
-    models = {role: ModelProfile(**dict(spec)) for role, spec in (cfg.get("models") or {}).items()}
+    models = {
+        role: validated(ModelProfile, dict(spec), f"llm.models.{role}")
+        for role, spec in (cfg.get("models") or {}).items()
+    }
     if "default" not in models:
         models["default"] = ModelProfile(name=str(cfg.get("model", "default")))
     return models
 
 
+def overrides_digest(cfg: Mapping[str, Any]) -> str:
+    """A short hash of everything that changes the named skill (empty when nothing does)."""
+    changes: dict[str, Any] = {}
+    if skill_overrides(cfg):
+        changes["skill_overrides"] = skill_overrides(cfg)
+    for key in ("roles", "role_skills"):  # per-role profiles, where the config has them
+        if cfg.get(key):
+            changes[key] = cfg.get(key)
+    if not changes:
+        return ""
+    text = json.dumps(changes, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
 def llm_label(cfg: Mapping[str, Any]) -> str:
+    """``sim:strong``, ``sim:strong+3fa2c1`` with overrides (the full overrides are in the
+    run's config), or ``openai:<model>``."""
     if cfg.get("backend", "sim") == "sim":
-        return f"sim:{cfg.get('skill', 'strong')}"
+        digest = overrides_digest(cfg)
+        return f"sim:{cfg.get('skill', 'strong')}" + (f"+{digest}" if digest else "")
     return f"{cfg.get('backend')}:{cfg.get('model')}"
+
+
+class InfrastructureError(RuntimeError):
+    """Not the agent's fault: the endpoint is unreachable or refuses us. Stops the job."""
+
+
+def preflight(cfg: Mapping[str, Any], timeout_s: float = 5.0) -> None:
+    """One cheap request (``GET /models``) to a real endpoint before any episode: an endpoint
+    that cannot be reached or rejects the key raises :class:`InfrastructureError`. Any other
+    answer (even a 404 or 501 from a server without that route) shows the server is there."""
+    if cfg.get("backend", "sim") != "openai":
+        return
+    import openai
+
+    base_url = cfg.get("base_url")
+    key = os.environ.get(str(cfg.get("api_key_env", "OPENAI_API_KEY"))) or "not-needed"
+    client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
+    where = base_url or "the OpenAI API"
+    try:
+        client.models.list()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise InfrastructureError(
+            f"{where} rejected the API key from {cfg.get('api_key_env', 'OPENAI_API_KEY')} "
+            f"(HTTP {exc.status_code})"
+        ) from None
+    except openai.APIStatusError:
+        return  # the server answered: reachable
+    except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+        cause = exc.__cause__ or exc
+        raise InfrastructureError(f"cannot reach llm.base_url={where}: {cause}") from None
+    finally:
+        client.close()
+
+
+INFRASTRUCTURE_ERRORS = (
+    "APIConnectionError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "InfrastructureError",
+)
+"""Exception names that, recorded as an episode's harness error, stop the job at once."""
 
 
 class BackendFactory:
@@ -42,11 +147,11 @@ class BackendFactory:
         self.skill = skill_profile(self.cfg) if self.kind == "sim" else None
         self._shared: LLMBackend | None = None
         if self.kind not in ("sim", "openai"):
-            raise ValueError(f"unknown llm.backend {self.kind!r}; choose sim or openai")
+            raise ConfigError(f"llm.backend={self.kind}: unknown backend; choose sim or openai")
         if self.kind == "openai" and not self.cfg.get("base_url"):
             variable = str(self.cfg.get("api_key_env", "OPENAI_API_KEY"))
             if not os.environ.get(variable):  # fail at the start, not once per episode
-                raise ValueError(
+                raise ConfigError(
                     f"llm=openai needs an API key in the environment variable {variable} "
                     "(or llm.base_url for a local server)"
                 )

@@ -1,22 +1,111 @@
-"""Reading episode records into the tidy table notebooks use."""
+"""Episode records on disk: reading them, and keeping a run dir consistent.
+
+A run dir holds ``episodes.jsonl`` and ``traces.jsonl`` (one line per episode each, appended;
+the trace line is written before its episode line, so a complete episode line *commits* an
+episode), ``run.json`` (the fingerprint of the configuration that made the records) and a lock
+file held by the one job writing there. Nothing here rewrites a records file in place: repair
+truncates to the last complete record (``os.truncate``), and the rare rewrite (dropping
+``harness_error`` records so they rerun, or a foreign trace line in the middle) writes a new
+file and renames it over the old one atomically. A kill at any instant loses at most the
+episodes in flight.
+
+Readers (:func:`load`, :func:`read_jsonl`) name the file and line of anything they cannot read:
+a torn last line of a run still being written is skipped with a warning, anything else is
+refused.
+"""
 
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
+EPISODES = "episodes.jsonl"
+TRACES = "traces.jsonl"
+RUN_FILE = "run.json"
+LOCK_FILE = ".planarena.lock"
+STATUS_FILE = "status.json"
+
+RECORD_KEYS = ("planner", "env", "complexity", "task_id", "seed", "trial")
+"""Keys every episode record must have to be read at all."""
+
+OUTPUT_ONLY_KEYS = (
+    "progress",
+    "concurrency",
+    "resume",
+    "write_traces",
+    "figures",
+    "report_extra",
+    "hydra",
+    "llm.max_concurrency",
+    "llm.cache_dir",
+)
+"""Config keys that change how a job runs or what it prints, never what its episodes are."""
+
+
+class RecordsError(ValueError):
+    """A records file that cannot be read or trusted; the message names the file and line."""
+
+
+class RunDirError(RuntimeError):
+    """A run dir this job may not write into (locked, or made by another configuration)."""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _warn(message: str) -> None:
+    print(f"WARNING: {message}", file=sys.stderr)
+
+
+def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The JSON objects of a ``.jsonl`` file, one per line.
+
+    A torn last line (no newline at the end: a job still writing, or killed mid-write) is
+    skipped with a warning; any other unreadable line, or a record lacking a ``required`` key,
+    raises :class:`RecordsError` naming ``file:line``.
+    """
+    path = Path(path)
+    required = tuple(required)
+    data = path.read_bytes()
+    rows: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last newline: b"" for a complete file
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RecordsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise RecordsError(f"{path}:{number}: not a JSON object")
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise RecordsError(f"{path}:{number}: record lacks the key(s) {missing}")
+        rows.append(row)
+    if torn.strip():
+        _warn(f"{path}:{len(lines) + 1}: skipped a torn last line (a job still writing?)")
+    return rows
 
 
 def load_records(path: str | Path) -> pd.DataFrame:
     """One row per episode from an ``episodes.jsonl`` (or ``.parquet``) file."""
+    import pandas as pd
+
     path = Path(path)
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    df = pd.read_json(path, lines=True, dtype=False)
-    if df.empty:
-        return df
-    return df
+    return pd.DataFrame(read_jsonl(path, RECORD_KEYS))
 
 
 def load(path_or_glob: str | Path) -> pd.DataFrame:
@@ -26,11 +115,13 @@ def load(path_or_glob: str | Path) -> pd.DataFrame:
     for m in matches:
         p = Path(m)
         if p.is_dir():
-            files += sorted(p.rglob("episodes.jsonl"))
+            files += sorted(p.rglob(EPISODES))
         elif p.exists():
             files.append(p)
     if not files:
-        raise FileNotFoundError(f"no episodes.jsonl under {path_or_glob}")
+        raise FileNotFoundError(f"no {EPISODES} under {path_or_glob}")
+    import pandas as pd
+
     frames = []
     for f in files:
         frame = load_records(f)
@@ -42,3 +133,255 @@ def load(path_or_glob: str | Path) -> pd.DataFrame:
             frame["overrides"] = " ".join(map(str, yaml.safe_load(overrides.read_text()) or []))
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- run identity
+
+
+def _drop(tree: dict[str, Any], dotted: str) -> None:
+    head, _, rest = dotted.partition(".")
+    if head not in tree:
+        return
+    if not rest:
+        del tree[head]
+    elif isinstance(tree[head], dict):
+        _drop(tree[head], rest)
+
+
+def identity(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a resolved config that determines episodes (output-only keys removed)."""
+    tree = json.loads(json.dumps(dict(config), default=str))
+    for key in OUTPUT_ONLY_KEYS:
+        _drop(tree, key)
+    return tree
+
+
+def fingerprint(config: Mapping[str, Any]) -> str:
+    """A short stable hash of :func:`identity` (the ``config_id`` of records)."""
+    canonical = json.dumps(identity(config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def differences(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Dotted key -> (old, new) for every value that differs between two identity trees (a
+    subtree present on one side only is one entry)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: dict[str, tuple[Any, Any]] = {}
+        for k in sorted(old.keys() | new.keys()):
+            out.update(differences(old.get(k, "<unset>"), new.get(k, "<unset>"), f"{prefix}{k}."))
+        return out
+    return {} if old == new else {prefix[:-1]: (old, new)}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str) if value != "<unset>" else "unset"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    _write_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) -> str:
+    """Bind ``out_dir`` to this configuration; returns its ``config_id``.
+
+    With ``resume`` a dir made by another configuration is refused (naming the differing
+    keys); without it the old records are moved aside (``*.replaced``) and the run starts
+    over.
+    """
+    ident = identity(config)
+    config_id = fingerprint(config)
+    run_file = out_dir / RUN_FILE
+    has_records = (out_dir / EPISODES).exists() and (out_dir / EPISODES).stat().st_size > 0
+    if resume and run_file.exists():
+        old = json.loads(run_file.read_text())
+        if old.get("config_id") != config_id:
+            diff = differences(old.get("config", {}), ident)
+            shown = ", ".join(
+                f"{k} ({_short(a)} -> {_short(b)})" for k, (a, b) in list(diff.items())[:6]
+            ) + (f" and {len(diff) - 6} more" if len(diff) > 6 else "")
+            raise RunDirError(
+                f"{out_dir} holds records of another configuration (differs in: {shown}); "
+                "use a new hydra.run.dir, or resume=false to start over in this dir "
+                "(the old records are kept as *.replaced)"
+            )
+    elif resume and has_records:
+        raise RunDirError(
+            f"{out_dir} holds records without a {RUN_FILE} fingerprint (an older planarena?); "
+            "use a new hydra.run.dir, or resume=false to start over in this dir "
+            "(the old records are kept as *.replaced)"
+        )
+    if not resume:
+        for name in (EPISODES, TRACES, RUN_FILE, STATUS_FILE):
+            if (out_dir / name).exists():
+                os.replace(out_dir / name, out_dir / f"{name}.replaced")
+    if not run_file.exists() or not resume:
+        write_json_atomic(run_file, {"config_id": config_id, "config": ident})
+    return config_id
+
+
+# --------------------------------------------------------------------------- locking
+
+
+class RunLock:
+    """An exclusive ``fcntl.flock`` on the run dir, held until :meth:`release` (or exit)."""
+
+    def __init__(self, out_dir: Path) -> None:
+        import fcntl
+
+        self.path = out_dir / LOCK_FILE
+        self.fh: IO[str] | None = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "another process"
+            self.fh.close()
+            self.fh = None
+            raise RunDirError(
+                f"{out_dir} is in use by another planarena job ({holder}); wait for it to end "
+                "or choose another hydra.run.dir"
+            ) from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"pid {os.getpid()}\n")
+        self.fh.flush()
+
+    def release(self) -> None:
+        if self.fh is not None:
+            self.fh.close()  # closing the descriptor drops the lock
+            self.fh = None
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# --------------------------------------------------------------------------- repair
+
+
+def _episode_key(r: Mapping[str, Any]) -> tuple[str, str, int]:
+    return (str(r.get("planner")), str(r.get("task_id")), int(r.get("trial", 0)))
+
+
+def _complete_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(start offset, end offset, line) of each newline-terminated line."""
+    offset = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            end = offset + len(raw)
+            if raw.endswith(b"\n"):
+                yield offset, end, raw
+            offset = end
+
+
+@dataclass
+class Repair:
+    """What :func:`repair_run_dir` found and kept."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+
+def _rewrite(path: Path, lines: list[bytes]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as fh:
+        fh.writelines(lines)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repair:
+    """Make ``episodes.jsonl`` and ``traces.jsonl`` consistent before appending to them.
+
+    Episodes: everything after the last complete record (a torn line) is truncated away; with
+    ``rerun_harness_errors`` the ``harness_error`` records are dropped (new file, atomic
+    rename) so they run again. Traces: one per kept episode, in the file's order; torn lines,
+    duplicates and traces of episodes not in ``episodes.jsonl`` are dropped (by truncation when
+    they are all at the end, else by an atomic rewrite). Idempotent, and safe to kill at any
+    instant: every step leaves both files readable and the next call finishes the job.
+    """
+    result = Repair()
+    episodes, traces = out_dir / EPISODES, out_dir / TRACES
+    if episodes.exists():
+        kept: list[bytes] = []
+        good_end = 0
+        dropped_errors = 0
+        rewrite = False
+        for number, (_, end, raw) in enumerate(_complete_lines(episodes), start=1):
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError:
+                row = None
+            if not isinstance(row, dict) or any(k not in row for k in RECORD_KEYS):
+                if raw.strip():
+                    raise RecordsError(
+                        f"{episodes}:{number}: not an episode record; move the file aside or "
+                        "run with resume=false"
+                    )
+                rewrite = True
+                continue
+            good_end = end
+            if rerun_harness_errors and row.get("failure_mode") == "harness_error":
+                dropped_errors += 1
+                rewrite = True
+                continue
+            kept.append(raw)
+            result.records.append(row)
+        size = episodes.stat().st_size
+        if rewrite:
+            _rewrite(episodes, kept)
+        elif size > good_end:
+            os.truncate(episodes, good_end)
+        if size > good_end:
+            result.messages.append(
+                f"{episodes}: dropped a torn last line ({size - good_end} bytes)"
+            )
+        if dropped_errors:
+            result.messages.append(
+                f"{episodes}: {dropped_errors} harness_error episode(s) will run again"
+            )
+    if traces.exists():
+        wanted = {_episode_key(r) for r in result.records}
+        seen: set[tuple[str, str, int]] = set()
+        kept_traces: list[bytes] = []
+        prefix_end = 0  # end of the longest prefix of lines that are all kept
+        prefix_intact = True
+        dropped = 0
+        for _, end, raw in _complete_lines(traces):
+            try:
+                doc = json.loads(raw)
+                key = _episode_key(doc) if isinstance(doc, dict) else None
+            except json.JSONDecodeError:
+                key = None
+            if key is not None and key in wanted and key not in seen:
+                seen.add(key)
+                kept_traces.append(raw)
+                if prefix_intact:
+                    prefix_end = end
+            else:
+                dropped += 1
+                prefix_intact = False
+        size = traces.stat().st_size
+        if not prefix_intact:
+            _rewrite(traces, kept_traces)
+        elif size > prefix_end:
+            os.truncate(traces, prefix_end)
+        if dropped or size > prefix_end:
+            result.messages.append(
+                f"{traces}: dropped {dropped} trace line(s) without a recorded episode"
+                + (" and a torn last line" if prefix_intact and size > prefix_end else "")
+            )
+    return result

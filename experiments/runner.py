@@ -2,33 +2,134 @@
 
 Every job writes into its Hydra run directory: ``episodes.jsonl`` (one record per episode,
 appended in a fixed order as episodes finish, so a crash loses nothing and a rerun resumes),
-``traces.jsonl``, ``episodes.parquet``, and ``summary.md/.csv/.tex``; it prints the
-completion table. The same command and seed give byte-identical records (``wall_s`` aside)
-whatever ``concurrency`` is.
+``traces.jsonl``, ``episodes.parquet``, ``summary.md/.csv/.tex``, ``run.json`` (the
+configuration's fingerprint) and ``status.json``; it prints the completion table. The same
+command and seed give byte-identical records (``wall_s`` aside) whatever ``concurrency`` is.
+
+Before any episode the config is validated (one line naming key, value and what is allowed),
+a real LLM endpoint gets one request, and the run dir is locked and bound to the
+configuration's fingerprint (see :mod:`experiments.records`). Errors that are not the agent's
+stop the job with one line and a non-zero exit; they are never recorded as episodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import hydra
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
 
-from envs.base import Env, Task
+from envs.base import COMPLEXITIES, Env, Task
 from envs.faults import FaultConfig
 from experiments.episode import EpisodeRecord, run_episode
-from experiments.llm_factory import BackendFactory, llm_label, model_profiles
+from experiments.llm_factory import (
+    INFRASTRUCTURE_ERRORS,
+    BackendFactory,
+    ConfigError,
+    InfrastructureError,
+    llm_label,
+    model_profiles,
+    preflight,
+    validated,
+)
+from experiments.records import (
+    EPISODES,
+    STATUS_FILE,
+    TRACES,
+    RecordsError,
+    RunDirError,
+    RunLock,
+    claim_identity,
+    repair_run_dir,
+    write_json_atomic,
+)
 from planners.base import Planner
 from planners.llm.base import Budget
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _unique_suffix() -> str:
+    return str(os.getpid())
+
+
+def _job_dir_name(override_dirname: str) -> str:
+    """A sweep job's dir from its overrides (``planner=react,seed=1``): stable when a sweep
+    is extended; ``/`` escaped, very long names shortened with a hash."""
+    import hashlib
+
+    name = override_dirname.replace("/", "%2F") or "default"
+    if len(name) > 200:
+        name = name[:180] + "~" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return name
+
+
+# ``${planarena_unique:}`` makes default run dirs unique (the pid beside the time: two jobs
+# started in the same second cannot share a dir); ``${planarena_job_dir:...}`` names sweep job
+# dirs. Cached, so every read of the run dir in one job gives the same value.
+OmegaConf.register_new_resolver("planarena_unique", _unique_suffix, use_cache=True, replace=True)
+OmegaConf.register_new_resolver("planarena_job_dir", _job_dir_name, replace=True)
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BudgetSettings(_Settings):
+    max_tokens_per_episode: PositiveInt | None = None
+    max_llm_calls_per_episode: PositiveInt | None = None
+
+
+class ExecutorSettings(_Settings):
+    parallel: bool | None = None
+
+
+class RunSettings(_Settings):
+    """The typed schema of ``configs/config.yaml`` (groups are validated by their own models:
+    skill and model profiles, fault rules, planner and env constructors)."""
+
+    planner: dict[str, Any]
+    env: dict[str, Any]
+    llm: dict[str, Any]
+    faults: dict[str, Any]
+    complexity: list[str]
+    n_tasks: PositiveInt
+    trials: PositiveInt
+    seed: int
+    concurrency: PositiveInt
+    resume: bool
+    progress: bool
+    write_traces: bool
+    figures: bool | None = None
+    fail_fast: NonNegativeInt = 5
+    concurrent_llm_calls: bool = True
+    report_extra: Literal["seed_tables", "sensitivity", "budget_curves"] | None = None
+    sensitivity: dict[str, Any] | None = None  # experiment=sensitivity: factors, corners
+    budget_curves: dict[str, Any] | None = None  # experiment=budget_curves: budgets
+    executor: ExecutorSettings = ExecutorSettings()
+    budget: BudgetSettings = BudgetSettings()
+
+    @field_validator("complexity", mode="before")
+    @classmethod
+    def _complexities(cls, value: Any) -> list[str]:
+        values = as_list(value)
+        for v in values:
+            if v not in COMPLEXITIES:
+                raise ValueError(f"must be one of {list(COMPLEXITIES)}")
+        return [str(v) for v in values]
 
 
 @dataclass(frozen=True)
@@ -39,9 +140,29 @@ class Job:
     task: Task
     trial: int
 
-    @property
-    def key(self) -> tuple[str, str, str, int]:
-        return (self.planner_name, self.env_name, self.task.task_id, self.trial)
+    def key(self, seed: int, config_id: str) -> tuple[str, str, str, str, int, int, str]:
+        t = self.task
+        return (
+            self.planner_name,
+            self.env_name,
+            t.complexity,
+            t.task_id,
+            seed,
+            self.trial,
+            config_id,
+        )
+
+
+def record_key(r: dict[str, Any]) -> tuple[str, str, str, str, int, int, str]:
+    return (
+        str(r["planner"]),
+        str(r["env"]),
+        str(r["complexity"]),
+        str(r["task_id"]),
+        int(r["seed"]),
+        int(r["trial"]),
+        str(r.get("config_id", "")),
+    )
 
 
 def as_list(value: Any) -> list[Any]:
@@ -53,7 +174,7 @@ def as_list(value: Any) -> list[Any]:
 
 
 def fault_config(cfg: DictConfig) -> FaultConfig:
-    return FaultConfig(**OmegaConf.to_container(cfg.faults, resolve=True))  # type: ignore[arg-type]
+    return validated(FaultConfig, OmegaConf.to_container(cfg.faults, resolve=True), "faults")  # type: ignore[arg-type]
 
 
 def build_jobs(
@@ -76,48 +197,38 @@ def build_jobs(
     return jobs
 
 
-def read_done(path: Path) -> set[tuple[str, str, str, int]]:
-    """Keys of episodes already recorded; a torn last line (a crash mid-write) is dropped."""
-    done: set[tuple[str, str, str, int]] = set()
-    if not path.exists():
-        return done
-    good: list[str] = []
-    for line in path.read_text().splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        good.append(line)
-        done.add((r["planner"], r["env"], r["task_id"], int(r["trial"])))
-    path.write_text("".join(f"{g}\n" for g in good))
-    return done
-
-
 class OrderedWriter:
-    """Appends records in job order even when episodes finish out of order."""
+    """Appends records in job order even when episodes finish out of order. An episode's
+    trace line is written before its record, so a complete record line commits both."""
 
     def __init__(self, episodes: Path, traces: Path | None, order: Sequence[int]) -> None:
         self.episodes = episodes.open("a", encoding="utf-8")
         self.traces = traces.open("a", encoding="utf-8") if traces else None
         self.order = list(order)
         self.next = 0
+        self.written = 0
         self.buffer: dict[int, tuple[str, str]] = {}
+        self.closed = False
 
     def put(self, index: int, record: EpisodeRecord, trace: dict[str, Any]) -> None:
+        if self.closed:
+            return
         self.buffer[index] = (
             record.model_dump_json(),
-            json.dumps(trace, default=str, sort_keys=True),
+            json.dumps(trace, default=str, sort_keys=True) if self.traces is not None else "",
         )
         while self.next < len(self.order) and self.order[self.next] in self.buffer:
             line, trace_line = self.buffer.pop(self.order[self.next])
-            self.episodes.write(line + "\n")
-            self.episodes.flush()
             if self.traces is not None:
                 self.traces.write(trace_line + "\n")
                 self.traces.flush()
+            self.episodes.write(line + "\n")
+            self.episodes.flush()
             self.next += 1
+            self.written += 1
 
     def close(self) -> None:
+        self.closed = True
         self.episodes.close()
         if self.traces is not None:
             self.traces.close()
@@ -137,6 +248,37 @@ def _progress(total: int, enabled: bool) -> Any:
     )
 
 
+class HarnessStop(RuntimeError):
+    """The job stopped itself: an infrastructure error, or the same harness error every time."""
+
+
+class FailFast:
+    """Stops a job whose errors are not the agent's: at once on an infrastructure error (the
+    endpoint went away, the key was revoked), or when the first ``first_n`` episodes all end in
+    the same harness error (a bad value that raises in every episode)."""
+
+    def __init__(self, first_n: int) -> None:
+        self.first_n = first_n
+        self.errors: list[str] = []
+        self.any_clean = False
+
+    def check(self, record: EpisodeRecord) -> None:
+        if record.failure_mode != "harness_error":
+            self.any_clean = True
+            return
+        where = f"{record.planner} on {record.task_id}"
+        if record.detail.split(":", 1)[0] in INFRASTRUCTURE_ERRORS:
+            raise InfrastructureError(f"{record.detail} ({where})")
+        if self.any_clean or not self.first_n:
+            return
+        self.errors.append(record.detail)
+        if len(self.errors) >= self.first_n and len(set(self.errors)) == 1:
+            raise HarnessStop(
+                f"the first {self.first_n} episodes all failed with the same harness error: "
+                f"{record.detail}"
+            )
+
+
 async def run_jobs(
     cfg: DictConfig,
     jobs: list[Job],
@@ -144,7 +286,9 @@ async def run_jobs(
     envs: dict[str, Env],
     faults: FaultConfig,
     out_dir: Path,
-) -> None:
+    config_id: str = "",
+) -> int:
+    """Runs ``jobs``, appending their records; returns how many were written."""
     llm_cfg = OmegaConf.to_container(cfg.llm, resolve=True)
     assert isinstance(llm_cfg, dict)
     factory = BackendFactory(llm_cfg)
@@ -156,17 +300,22 @@ async def run_jobs(
         max_calls=budget_cfg.get("max_llm_calls_per_episode"),
     )
     writer = OrderedWriter(
-        out_dir / "episodes.jsonl",
-        out_dir / "traces.jsonl" if cfg.write_traces else None,
+        out_dir / EPISODES,
+        out_dir / TRACES if cfg.write_traces else None,
         [j.index for j in jobs],
     )
-    semaphore = asyncio.Semaphore(max(1, int(cfg.concurrency)))
+    guard = FailFast(int(cfg.get("fail_fast", 5) or 0))
+    semaphore = asyncio.Semaphore(int(cfg.concurrency))
     bar = _progress(len(jobs), bool(cfg.progress))
+    seed = int(cfg.seed)
+    extra: dict[str, Any] = {}
+    if "concurrent_llm_calls" in cfg:  # simulated-time overlap of concurrent LLM calls
+        extra["concurrent_llm_calls"] = bool(cfg.concurrent_llm_calls)
 
     async def one(job: Job) -> None:
         async with semaphore:
             env = envs[job.env_name]
-            seed_keys = (int(cfg.seed), job.task.env, job.task.task_id, job.trial)
+            seed_keys = (seed, job.task.env, job.task.task_id, job.trial)
             backend = factory.for_episode(env, job.task, seed_keys)  # never keyed by planner
             record, trace = await run_episode(
                 planner_name=job.planner_name,
@@ -178,10 +327,13 @@ async def run_jobs(
                 faults_label=faults.name,
                 models=models,
                 rules=faults.rules,
-                seed=int(cfg.seed),
+                seed=seed,
                 trial=job.trial,
                 budget=budget,
+                config_id=config_id,
+                **extra,
             )
+            guard.check(record)
             writer.put(job.index, record, trace)
             bar.update(1)
 
@@ -194,68 +346,234 @@ async def run_jobs(
     finally:
         writer.close()
         bar.close()
+    return writer.written
 
 
-def instantiate_group(node: DictConfig | None) -> dict[str, Any]:
+def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
     if node is None:
         return {}
-    return {name: instantiate(spec) for name, spec in node.items()}
+    out = {}
+    for name, spec in node.items():
+        try:
+            out[name] = instantiate(spec)
+        except Exception as exc:  # noqa: BLE001 - a constructor rejecting a config value
+            cause = exc.__cause__ or exc
+            text = " ".join(str(cause).split())
+            raise ConfigError(f"{group}.{name}: {type(cause).__name__}: {text}") from None
+    return out
 
 
-def run(cfg: DictConfig, out_dir: Path) -> Path:
-    """Run the configured sweep into ``out_dir``; returns the episodes file."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+@dataclass
+class Prepared:
+    """A validated config, its planners, envs, faults and jobs: nothing touched on disk."""
+
+    cfg: DictConfig
+    container: dict[str, Any]
+    planners: dict[str, Planner]
+    envs: dict[str, Env]
+    faults: FaultConfig
+    jobs: list[Job]
+
+
+def validate(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config, checked against its schema (and the LLM's skill and model
+    profiles); raises :class:`ConfigError` naming key, value and what is allowed."""
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    container.pop("hydra", None)
+    validated(RunSettings, container, "")
+    BackendFactory(container["llm"])  # the skill profile with its overrides, the backend's key
+    model_profiles(container["llm"])
+    return container
+
+
+def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepared:
+    """Validate the whole config and build everything an episode needs (planners, envs,
+    faults, jobs) before any episode runs; nothing is touched on disk."""
+    container = container or validate(cfg)
     parallel = OmegaConf.select(cfg, "executor.parallel")
     if parallel is not None:  # the ablation switch: one value for every plan planner
         for spec in cfg.planner.values():
             if "parallel" in spec:
                 spec.parallel = bool(parallel)
-    planners: dict[str, Planner] = instantiate_group(cfg.planner)
-    envs: dict[str, Env] = instantiate_group(cfg.env)
+    planners: dict[str, Planner] = instantiate_group(cfg.planner, "planner")
+    envs: dict[str, Env] = instantiate_group(cfg.env, "env")
     if not planners or not envs:
-        raise ValueError("select at least one planner and one env")
+        raise ConfigError("select at least one planner and one env")
     faults = fault_config(cfg)
     jobs = build_jobs(cfg, planners, envs, faults)
-    episodes = out_dir / "episodes.jsonl"
-    done = read_done(episodes) if cfg.resume else set()
-    if not cfg.resume:
-        for name in ("episodes.jsonl", "traces.jsonl"):
-            (out_dir / name).unlink(missing_ok=True)
-    todo = [j for j in jobs if j.key not in done]
-    asyncio.run(run_jobs(cfg, todo, planners, envs, faults, out_dir))
-    return episodes
+    return Prepared(cfg, container, planners, envs, faults, jobs)
 
 
-def finish(out_dir: Path, seed: int, planner_order: Sequence[str]) -> tuple[str, pd.DataFrame]:
-    """Parquet copy, summaries and figures; returns the completion table and the records."""
-    from experiments.figures import write_figures
+def run(
+    cfg: DictConfig,
+    out_dir: Path,
+    *,
+    prepared: Prepared | None = None,
+    lock: RunLock | None = None,
+    on_claim: Callable[[str], None] | None = None,
+) -> Path:
+    """Run the configured sweep into ``out_dir``; returns the episodes file.
+
+    Validates first; then, holding the dir's lock (``lock``, or one taken here for the call),
+    binds the dir to the config's fingerprint, repairs the records files and runs the
+    episodes not yet recorded under that fingerprint (``harness_error`` ones run again).
+    """
+    prepared = prepared or prepare(cfg)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    own_lock = lock is None
+    held = lock or RunLock(out_dir)
+    try:
+        resume = bool(cfg.resume)
+        config_id = claim_identity(out_dir, prepared.container, resume=resume)
+        if on_claim is not None:
+            on_claim(config_id)
+        done: set[tuple[str, str, str, str, int, int, str]] = set()
+        if resume:
+            repaired = repair_run_dir(out_dir)
+            for message in repaired.messages:
+                print(f"WARNING: {message}", file=sys.stderr)
+            done = {record_key(r) for r in repaired.records}
+        seed = int(cfg.seed)
+        todo = [j for j in prepared.jobs if j.key(seed, config_id) not in done]
+        asyncio.run(
+            run_jobs(
+                cfg,
+                todo,
+                prepared.planners,
+                prepared.envs,
+                prepared.faults,
+                out_dir,
+                config_id,
+            )
+        )
+    finally:
+        if own_lock:
+            held.release()
+    return out_dir / EPISODES
+
+
+def finish(
+    out_dir: Path, seed: int, planner_order: Sequence[str], *, figures: bool = True
+) -> tuple[str, pd.DataFrame]:
+    """Parquet copy, summaries and (optionally) figures; returns the completion table and the
+    records."""
     from experiments.records import load_records
     from experiments.tables import format_completion_table, write_summaries
 
-    df = load_records(out_dir / "episodes.jsonl")
+    df = load_records(out_dir / EPISODES)
     df.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
-    write_figures(df, out_dir, seed=seed, planner_order=list(planner_order), summary=summary)
+    if figures:
+        from experiments.figures import write_figures
+
+        write_figures(df, out_dir, seed=seed, planner_order=list(planner_order), summary=summary)
     return format_completion_table(summary), df
+
+
+def harness_error_summary(df: pd.DataFrame) -> str:
+    """``N harness_error episode(s): 3x KeyError: ...; ...`` (the most common first)."""
+    errors = df[df["failure_mode"] == "harness_error"]
+    counts = Counter(str(d)[:120] for d in errors["detail"])
+    top = "; ".join(f"{n}x {d}" for d, n in counts.most_common(3))
+    more = f"; and {len(counts) - 3} other error(s)" if len(counts) > 3 else ""
+    return f"{len(errors)} harness_error episode(s) (bugs of ours, see traces.jsonl): {top}{more}"
+
+
+def save_hydra_files(out_dir: Path, cfg: DictConfig) -> None:
+    """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml``, written once the job
+    holds the dir (``hydra.output_subdir`` is null so a refused job never overwrites them)."""
+    hc = HydraConfig.get()
+    target = out_dir / ".hydra"
+    target.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, target / "config.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": OmegaConf.to_container(hc)}), target / "hydra.yaml")
+    OmegaConf.save(hc.overrides.task, target / "overrides.yaml")
+
+
+def _saved(out_dir: Path) -> int:
+    path = out_dir / EPISODES
+    if not path.exists():
+        return 0
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.endswith(b"\n"))
+
+
+def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str]:
+    """One job from validation to tables; returns (exit status, one-line outcome).
+
+    Exit status: 0 done; 1 done with harness errors; 2 a config or run-dir error (nothing
+    ran); 3 stopped by an infrastructure error or a repeated harness error; 130 interrupted.
+    """
+    lock: RunLock | None = None
+    try:
+        container = validate(cfg)
+        preflight(container["llm"])  # a dead endpoint stops the job before anything is built
+        prepared = prepare(cfg, container)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lock = RunLock(out_dir)
+        run(
+            cfg,
+            out_dir,
+            prepared=prepared,
+            lock=lock,
+            on_claim=lambda _: save_hydra_files(out_dir, cfg),
+        )
+        figures = cfg.get("figures")
+        draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them
+        table, df = finish(out_dir, int(cfg.seed), list(cfg.planner), figures=draw)
+    except (ConfigError, RunDirError, RecordsError) as exc:
+        return 2, f"planarena: {exc}"
+    except (InfrastructureError, HarnessStop) as exc:
+        return 3, (
+            f"planarena: stopped: {exc}; {_saved(out_dir)} episode(s) saved in {out_dir} "
+            "(fix the cause and rerun the same command to resume)"
+        )
+    except KeyboardInterrupt:
+        return 130, (
+            f"planarena: interrupted; {_saved(out_dir)} episode(s) saved in {out_dir}; "
+            "rerun the same command to resume"
+        )
+    finally:
+        if lock is not None:
+            lock.release()
+    print(f"\nCompletion rate (95% Wilson interval) — {out_dir}\n{table}")
+    extra = cfg.get("report_extra")
+    if extra:  # a named experiment's own report: experiments.<name>.render
+        import importlib
+
+        render = importlib.import_module(f"experiments.{extra}").render
+        container = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(container, dict)
+        container.pop("hydra", None)
+        print("\n" + render(df, container, out_dir, seed=int(cfg.seed)))
+    if (df["failure_mode"] == "harness_error").any():
+        return 1, f"planarena: {harness_error_summary(df)}"
+    return 0, ""
+
+
+def write_status(out_dir: Path, code: int, message: str, overrides: list[str]) -> None:
+    status = {0: "ok", 1: "harness_errors"}.get(code, "failed")
+    if code == 2 and not out_dir.exists():
+        return
+    write_json_atomic(
+        out_dir / STATUS_FILE,
+        {"status": status, "exit_code": code, "message": message, "overrides": overrides},
+    )
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
 def app(cfg: DictConfig) -> None:
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    run(cfg, out_dir)
-    table, df = finish(out_dir, int(cfg.seed), list(cfg.planner))
-    print(f"\nCompletion rate (95% Wilson interval) — {out_dir}\n{table}")
-    if cfg.get("report_extra") == "seed_tables":
-        from experiments.seed_tables import render
-
-        container = OmegaConf.to_container(cfg, resolve=True)
-        assert isinstance(container, dict)
-        print("\n" + render(df, container, out_dir, seed=int(cfg.seed)))
-    harness_errors = int((df["failure_mode"] == "harness_error").sum())
-    if harness_errors:
-        print(
-            f"WARNING: {harness_errors} harness_error episode(s); see traces.jsonl", file=sys.stderr
-        )
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    in_sweep = hc.mode == RunMode.MULTIRUN
+    code, message = execute(cfg, out_dir, in_sweep=in_sweep)
+    if message:
+        print(message, file=sys.stderr)
+    if code != 2 or in_sweep:  # a refused job leaves another job's dir untouched
+        write_status(out_dir, code, message, list(hc.overrides.task))
+    if code and not in_sweep:  # in a sweep the other jobs go on; the aggregate reports it
+        sys.exit(code)
 
 
 def main() -> None:

@@ -163,6 +163,9 @@ def test_simulate_reproduces_the_cli_record(tmp_path: Path) -> None:
 
     cli(tmp_path, "planner=tot", "complexity=medium", "n_tasks=2", "seed=9")
     want = records(tmp_path)
+    assert {r.pop("config_id") for r in want} == {
+        json.loads((tmp_path / "run.json").read_text())["config_id"]
+    }
     rules = FaultConfig(
         **OmegaConf.to_container(OmegaConf.load(CONFIGS / "faults" / "default.yaml"))
     ).rules
@@ -180,5 +183,5 @@ def test_simulate_reproduces_the_cli_record(tmp_path: Path) -> None:
             seed=9,
             faults_label="default",
         )
-        got.append(record.model_dump(exclude={"wall_s"}))
+        got.append(record.model_dump(exclude={"wall_s", "config_id"}))
     assert got == want
