@@ -189,8 +189,48 @@ def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def by_factor(
+    table: pd.DataFrame,
+    factors: Mapping[str, Sequence[Any]],
+    cells: Sequence[Mapping[str, Any]],
+    planners: Sequence[str],
+) -> pd.DataFrame:
+    """For each factor alone (the others at their middle level): the pairs of planners whose
+    ordering by completion differs between the factor's low and high level, per complexity.
+    This is the verdict on each assumption: an empty list means no ranking hinges on it."""
+    middle = {k: v[len(v) // 2] for k, v in factors.items()}
+    rows = []
+    for name, levels in factors.items():
+        low, high = ({**middle, name: levels[0]}, {**middle, name: levels[-1]})
+        if low not in cells or high not in cells:
+            continue
+        for complexity, part in table.groupby("complexity", sort=False):
+            wide = part.pivot(index="cell", columns="planner", values="completion")
+            lo, hi = wide.loc[cell_label(low)], wide.loc[cell_label(high)]
+            flipped = []
+            for a, b in itertools.combinations([p for p in planners if p in wide.columns], 2):
+                before, after = lo[a] - lo[b], hi[a] - hi[b]
+                if before * after < 0:  # strictly reversed (a tie decides nothing)
+                    flipped.append(f"{a}/{b}")
+            rows.append(
+                {
+                    "factor": name,
+                    "low": levels[0],
+                    "high": levels[-1],
+                    "complexity": complexity,
+                    "pairs_reversed": len(flipped),
+                    "which": " ".join(flipped),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def _markdown(
-    table: pd.DataFrame, verdict: pd.DataFrame, cells: Sequence[Mapping[str, Any]], n: int
+    table: pd.DataFrame,
+    verdict: pd.DataFrame,
+    cells: Sequence[Mapping[str, Any]],
+    n: int,
+    factors: pd.DataFrame,
 ) -> str:
     lines = [
         "# Sensitivity of the rankings",
@@ -206,6 +246,22 @@ def _markdown(
         "",
     ]
     lines += [f"- `{cell_label(c)}`" for c in cells]
+    if not factors.empty:
+        lines += [
+            "",
+            "## By assumption",
+            "",
+            "Each factor alone from its low to its high level (the others at their middle): the "
+            "pairs whose ordering is strictly reversed.",
+            "",
+            "| factor | low → high | complexity | pairs reversed | which |",
+            "|---|---|---|---|---|",
+        ]
+        for r in factors.itertuples():
+            lines.append(
+                f"| {r.factor} | {r.low} → {r.high} | {r.complexity} | {r.pairs_reversed} | "
+                f"{r.which or '—'} |"
+            )
     for complexity, part in verdict.groupby("complexity", sort=False):
         lines += ["", f"## {complexity}", ""]
         counts = part.verdict.value_counts()
@@ -244,7 +300,9 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     verdict[
         ["planner_a", "planner_b", "complexity", "cells", "a_better", "b_better", "verdict"]
     ].to_csv(out_dir / "sensitivity.csv", index=False)
-    text = _markdown(table, verdict, cells, int(container["n_tasks"]))
+    per_factor = by_factor(table, factors, cells, planners)
+    per_factor.to_csv(out_dir / "sensitivity_factors.csv", index=False)
+    text = _markdown(table, verdict, cells, int(container["n_tasks"]), per_factor)
     (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
     counts = verdict.verdict.value_counts()
     return (
