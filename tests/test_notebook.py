@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -52,3 +53,27 @@ def test_analysis_notebook_executes_on_a_small_run(
     summary_md = (run / "summary.md").read_text(encoding="utf-8")
     assert len(cells) == len(set(pd.read_json(run / "episodes.jsonl", lines=True)["planner"]))
     assert all(c in summary_md for c in cells)
+
+
+@pytest.mark.slow  # a Jupyter kernel start
+def test_documented_nbconvert_command_executes_the_notebook(
+    small_run_dir: Path, tmp_path: Path
+) -> None:
+    """The README's one command: ``jupyter nbconvert --to html --execute ...`` (dev extra)."""
+    jupyter = BIN / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("jupyter (nbconvert, from the dev extra) is not installed")
+    cmd = [
+        str(jupyter),
+        "nbconvert",
+        "--to",
+        "html",
+        "--execute",
+        str(NOTEBOOK),
+        "--output-dir",
+        str(tmp_path),
+    ]
+    env = {**os.environ, "PLANARENA_RUN": str(small_run_dir)}
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)
+    html = (tmp_path / "analysis.html").read_text(encoding="utf-8")
+    assert f"run: {small_run_dir}" in html and "Traceback" not in html
