@@ -532,3 +532,37 @@ def request_format(messages: Sequence[Mapping[str, str]]) -> str:
     if PLAN_FORMAT in system:
         return "plan"
     return "other"
+
+
+# --- native tool calling: the same turn, chosen through the API's tool interface -----------
+
+FINISH_TOOL = {
+    "name": FINISH,
+    "description": "End the task with the final answer (status success), or say why it "
+    "cannot be done (status failure).",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string"},
+            "status": {"type": "string", "enum": ["success", "failure"]},
+        },
+        "required": ["answer", "status"],
+    },
+}
+
+
+def tool_schemas(specs: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI ``tools`` for a catalogue of tool specs (name, description, parameters), plus
+    ``finish``."""
+    functions = [
+        {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+        for t in specs
+    ]
+    return [{"type": "function", "function": f} for f in [*functions, FINISH_TOOL]]
+
+
+def render_tool_call(thought: str, name: str, arguments: str) -> str:
+    """A native tool call written as the Thought/Action turn it stands for, so the transcript,
+    the cache and the parsers are the same in both modes (``arguments`` is the API's JSON
+    text, parsed like any Action Input)."""
+    return f"Thought: {thought.strip()}\nAction: {name}\nAction Input: {arguments.strip() or '{}'}"

@@ -19,9 +19,14 @@ class ReActPlanner(Planner):
 
     name = "react"
 
-    def __init__(self, max_turns: int = 40, max_parse_failures: int = 3) -> None:
+    def __init__(
+        self, max_turns: int = 40, max_parse_failures: int = 3, tool_calling: str = "text"
+    ) -> None:
+        if tool_calling not in ("text", "native"):
+            raise ValueError("tool_calling must be 'text' or 'native'")
         self.max_turns = max_turns
         self.max_parse_failures = max_parse_failures
+        self.tool_calling = tool_calling  # native: the API's tool interface, where supported
 
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         stats = PlannerStats()
@@ -34,7 +39,8 @@ class ReActPlanner(Planner):
         parse_failures = 0
         previous: tuple[str, str] | None = None
         for _turn in range(self.max_turns):
-            text = await llm.complete(messages, role="executor")
+            native = tools.catalogue() if self.tool_calling == "native" else None
+            text = await llm.complete(messages, role="executor", tools=native)
             messages.append({"role": "assistant", "content": text})
             try:
                 turn = parse_action_turn(text)

@@ -47,6 +47,11 @@ REACT_STYLES: dict[str, tuple[str, str]] = {
         'Thought: search.\nAction: search_web(query="Acme annual report 2025")',
         "Thought: I know it.\nFinal Answer: done",
     ),
+    # native tool calling (see native_tool_calls); without ``tools`` offered, plain text
+    "native": (
+        f"Thought: I should search.\nAction: search_web\nAction Input: {json.dumps(QUERY)}",
+        f"Thought: done.\nAction: finish\nAction Input: {json.dumps(FINISH_ARGS)}",
+    ),
     # a model that keeps going and invents the observation: the stop sequence cuts it
     "rambling": (
         f"Thought: search.\nAction: search_web\nAction Input: {json.dumps(QUERY)}\n"
@@ -85,6 +90,17 @@ def scripted_reply(body: dict[str, Any], n: int, style: str) -> str:
         sample = n if float(body.get("temperature") or 0) > 0 else 0
         return plan_json(sample)
     return f"echo: {last}"
+
+
+def native_tool_calls(body: dict[str, Any], style: str) -> list[dict[str, Any]] | None:
+    """With ``style="native"`` and ``tools`` offered, a ReAct turn comes back as a tool call."""
+    if style != "native" or not body.get("tools"):
+        return None
+    users = [str(m.get("content", "")) for m in body.get("messages", []) if m["role"] == "user"]
+    done = "Observation:" in " ".join(users)
+    name, args = ("finish", FINISH_ARGS) if done else ("search_web", QUERY)
+    call = {"name": name, "arguments": json.dumps(args)}
+    return [{"id": "call_1", "type": "function", "function": call}]
 
 
 class FakeOpenAI(ThreadingHTTPServer):
@@ -173,6 +189,11 @@ class FakeHandler(BaseHTTPRequestHandler):
         if self.server.delay_s:
             time.sleep(self.server.delay_s)
         text, finish = apply_limits(scripted_reply(body, n, self.server.style), body)
+        tool_calls = native_tool_calls(body, self.server.style)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if tool_calls is not None:
+            message = {"role": "assistant", "content": "Searching first.", "tool_calls": tool_calls}
+            finish = "tool_calls"
         self._send(
             200,
             {
@@ -183,7 +204,7 @@ class FakeHandler(BaseHTTPRequestHandler):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": message,
                         "finish_reason": finish,
                     }
                 ],

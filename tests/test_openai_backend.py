@@ -228,6 +228,7 @@ def _episode(
     *,
     cache: Path | None = None,
     trial: int = 0,
+    planner_kwargs: dict[str, Any] | None = None,
     **backend_kwargs: Any,
 ) -> tuple[Any, dict[str, Any]]:
     from conftest import make_planner, tasks
@@ -247,7 +248,7 @@ def _episode(
     return asyncio.run(
         run_episode(
             planner_name=planner,
-            planner=make_planner(planner),
+            planner=make_planner(planner, **(planner_kwargs or {})),
             env=ReportEnv(),
             task=task,
             backend=backend.for_episode(seed_keys),
@@ -299,10 +300,34 @@ def test_react_answers_in_every_real_model_style(style: str) -> None:
         record, trace = _episode(srv, "react")
         assert record.stop_reason == "answered", (style, record.detail)
         assert record.tool_calls == 1
-        assert (record.plan_repairs > 0) == (style not in ("plain", "rambling")), style
+        assert (record.plan_repairs > 0) == (style not in ("plain", "rambling", "native")), style
         (search, _finish) = [b for b in srv.bodies]
         assert search["stop"] == ["\nObservation:", "\nObservation :"]
         assert search["max_tokens"] == 400  # the per-format allowance of a ReAct turn
+
+
+def test_native_tool_calling_offers_the_tools_and_reads_the_call_as_a_turn() -> None:
+    from conftest import make_planner, tasks
+
+    from envs.report import SPECS, ReportEnv
+    from experiments.episode import simulate
+    from planners.llm.profiles import SKILLS
+
+    for srv in serve("native"):
+        record, trace = _episode(srv, "react", planner_kwargs={"tool_calling": "native"})
+        assert record.stop_reason == "answered" and record.tool_calls == 1
+        assert record.plan_repairs == 0  # a tool call needs no repair
+        offered = [t["function"]["name"] for t in srv.bodies[0]["tools"]]
+        assert offered == [*(t.name for t in SPECS), "finish"]
+        events = [e for e in trace["events"] if e["event"] == "llm"]
+        assert [e["finish_reason"] for e in events] == ["tool_calls", "tool_calls"]
+        assert events[0]["completion"].startswith("Thought: Searching first.\nAction: search_web")
+    # the simulator has no tool interface: the same planner reads its text turns
+    task = tasks("simple", 1)[0]
+    planner = make_planner("react", tool_calling="native")
+    native, _ = simulate("react", planner, ReportEnv(), task, skill=SKILLS["perfect"])
+    text, _ = simulate("react", make_planner("react"), ReportEnv(), task, skill=SKILLS["perfect"])
+    assert native.model_dump(exclude={"wall_s"}) == text.model_dump(exclude={"wall_s"})
 
 
 def test_a_plan_cut_at_max_tokens_is_malformed_output_never_a_shorter_plan(

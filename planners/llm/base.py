@@ -144,10 +144,13 @@ class EpisodeLLM:
     def model_for(self, role: str) -> ModelProfile:
         return self.models.get(role, self.models["default"])
 
-    async def complete(self, messages: Sequence[Message], *, role: str) -> str:
+    async def complete(
+        self, messages: Sequence[Message], *, role: str, tools: Sequence[Any] | None = None
+    ) -> str:
         """The model's reply to ``messages``. With a known ``finish_reason`` it is a
         :class:`~planners.formats.Generated` (a str), so parsers can refuse to repair an
-        output cut at ``max_tokens``."""
+        output cut at ``max_tokens``. ``tools`` (tool specs) offers native tool calling to a
+        backend that supports it (``native_tools``); others ignore it and read the prompt."""
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         model = self.model_for(role)
@@ -157,7 +160,10 @@ class EpisodeLLM:
         request = Request(digest, self._asked[digest])
         self._asked[digest] += 1
         start = clock.now()
-        out = await self.backend.generate(messages, role=role, model=model, request=request)
+        extra = {"tools": tools} if tools and getattr(self.backend, "native_tools", False) else {}
+        out = await self.backend.generate(
+            messages, role=role, model=model, request=request, **extra
+        )
         counted_completion = count_text(out.text)
         prompt = out.prompt_tokens if out.prompt_tokens is not None else counted_prompt
         completion = (

@@ -40,7 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planners.formats import MAX_TOKENS, STOP_SEQUENCES, request_format
+from planners.formats import (
+    MAX_TOKENS,
+    STOP_SEQUENCES,
+    render_tool_call,
+    request_format,
+    tool_schemas,
+)
 from planners.llm.base import BudgetExhausted, Completion, Message, Request
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
@@ -93,6 +99,7 @@ class _Shared:
 
 class OpenAIBackend:
     name = "openai"
+    native_tools = True  # accepts ``tools``: a tool call comes back as a Thought/Action turn
 
     def __init__(
         self,
@@ -260,8 +267,14 @@ class OpenAIBackend:
             wall = time.perf_counter() - start
         choice = response.choices[0]
         usage = response.usage
+        text = choice.message.content or ""
+        calls = getattr(choice.message, "tool_calls", None) or []
+        if calls:  # native tool calling: the first call, written as the turn it stands for
+            fn = calls[0].function
+            text = render_tool_call(text, fn.name, fn.arguments or "")
         return {
-            "text": choice.message.content or "",
+            "text": text,
+            "tool_calls": len(calls),
             "finish_reason": choice.finish_reason,
             "prompt_tokens": getattr(usage, "prompt_tokens", None),
             "completion_tokens": getattr(usage, "completion_tokens", None),
@@ -271,11 +284,20 @@ class OpenAIBackend:
         }
 
     async def generate(
-        self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        model: ModelProfile,
+        request: Request,
+        tools: Sequence[Any] | None = None,
     ) -> Completion:
         del role, model  # never part of a request's identity; the backend names its model
         sent = merge_consecutive_roles(messages)
         params = self.sampling(messages)
+        if tools:  # offered through the API (and part of the cache key, like all params)
+            params["tools"] = tool_schemas(tools)
+            params["tool_choice"] = "auto"
         key = self._cache_key(messages, request, params)
         path = self._path(key)
         cached, queue_s = False, 0.0
@@ -305,6 +327,8 @@ class OpenAIBackend:
         priced_completion = count_text(entry["text"]) if completion is None else completion
         served = str(entry.get("served_model") or self.model)
         log: dict[str, Any] = {"served_model": served} if served != self.model else {}
+        if entry.get("tool_calls"):
+            log["tool_calls"] = entry["tool_calls"]
         if self.write_text:
             log["prompt"] = sent
             log["completion"] = entry["text"]
