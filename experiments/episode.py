@@ -23,7 +23,10 @@ from planners.llm.base import ROLES, Budget, BudgetExhausted, EpisodeLLM, LLMBac
 from planners.llm.profiles import ModelProfile
 from search import use_gather
 
-_PREMISE_ERRORS = frozenset({"not_found", "bad_args"})
+# The last failed call acted on a premise that did not hold and was not checked first: a
+# guessed argument (nothing by that name, arguments the tool rejects) or a key that a
+# pre-condition on ``api_key_valid`` would have shown to be dead.
+_PREMISE_ERRORS = frozenset({"not_found", "bad_args", "invalid_api_key"})
 _HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
 
 
