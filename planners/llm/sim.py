@@ -455,7 +455,7 @@ class _Decider:
     @staticmethod
     def _thought(kind: str, tool: str, gold: list[GoldStep]) -> str:
         if not gold:
-            return "The report is complete."
+            return "The task is complete."
         if tool == FINISH:
             reason = gold[0].args.get("reason", "")
             return {
@@ -464,7 +464,7 @@ class _Decider:
             }.get(kind, "I have enough to answer.")
         if kind == "persist":
             return f"{tool} failed; I will try it again."
-        return f"Next I need {tool} to make progress on the report."
+        return f"Next I need {tool} to make progress on the task."
 
     def act(self, messages: Sequence[Message]) -> str:
         _, gold, belief, options = self._action_point(messages)
