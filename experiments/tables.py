@@ -414,7 +414,9 @@ def robustness_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFram
     out["completion (faults)"] = [_pct(v) + "%" for v in rob["completion_faults"]]
     out["completion (none)"] = [_pct(v) + "%" for v in rob["completion_none"]]
     out["robustness"] = [
-        MISSING if _is_missing(r) else f"{r:.2f} [{lo:.2f}, {hi:.2f}]"
+        MISSING
+        if _is_missing(r)
+        else f"{r:.2f} [{lo:.2f}, {hi:.2f}]" + (" (degenerate)" if lo == hi else "")
         for r, lo, hi in zip(rob["robustness"], rob["ci_low"], rob["ci_high"], strict=True)
     ]
     return out
@@ -538,7 +540,8 @@ def write_summaries(
             *_section_or_note(
                 "Robustness",
                 "Completion with faults / completion without (faults=none) on the same tasks "
-                "[task-bootstrap 95% CI].",
+                "[task-bootstrap 95% CI; degenerate: every resample gave the same ratio, e.g. "
+                "every task succeeded both ways, which is no evidence of precision].",
                 robust,
                 "Needs the same tasks run with faults=none and with faults: "
                 "`planarena -m experiment=robustness`.",
