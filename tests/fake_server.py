@@ -114,6 +114,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.style = style
         self.rejected = 0
         self.delay_s = 0.0  # every reply waits this long (timeouts)
+        self.json_mode = True  # False: a request with response_format is refused (HTTP 400)
 
     @property
     def url(self) -> str:
@@ -179,6 +180,10 @@ class FakeHandler(BaseHTTPRequestHandler):
             n = len(self.server.bodies)
         if error:
             self._send(400, {"error": {"message": error, "type": "invalid_request_error"}})
+            return
+        if body.get("response_format") and not self.server.json_mode:
+            message = "response_format is not supported by this server"
+            self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
             return
         if any(OVERFLOW_MARKER in str(m.get("content", "")) for m in messages):
             message = "This model's maximum context length is 8192 tokens; the prompt has 9001"

@@ -330,6 +330,20 @@ def test_native_tool_calling_offers_the_tools_and_reads_the_call_as_a_turn() -> 
     assert native.model_dump(exclude={"wall_s"}) == text.model_dump(exclude={"wall_s"})
 
 
+@pytest.mark.parametrize("supported", [True, False])
+def test_json_mode_for_plans_falls_back_to_text_where_refused(supported: bool) -> None:
+    for srv in serve():
+        srv.json_mode = supported
+        record, _ = _episode(srv, "plan_execute", json_mode=True)
+        assert record.failure_mode != "malformed_output" and record.tool_calls > 0
+        assert srv.bodies[0]["response_format"] == {"type": "json_object"}
+        if not supported:  # refused (HTTP 400): the same request again as plain text
+            assert "response_format" not in srv.bodies[1]
+        plans = len(srv.bodies)
+        _episode(srv, "react", json_mode=True)
+        assert all("response_format" not in b for b in srv.bodies[plans:])  # plans only
+
+
 def test_a_plan_cut_at_max_tokens_is_malformed_output_never_a_shorter_plan(
     server: FakeOpenAI,
 ) -> None:

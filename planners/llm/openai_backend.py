@@ -94,6 +94,7 @@ class _Shared:
     semaphore: asyncio.Semaphore
     client: Any = None
     inflight: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    json_mode_refused: bool = False  # the server rejected response_format: plain text then
     warned: set[str] = field(default_factory=set)
 
 
@@ -117,6 +118,7 @@ class OpenAIBackend:
         max_retries: int = 2,
         prices: Mapping[str, Mapping[str, float]] | None = None,
         write_text: bool = True,
+        json_mode: bool = False,
         episode: str = "",
     ) -> None:
         self.model = model
@@ -133,6 +135,7 @@ class OpenAIBackend:
             for name, p in (prices or {}).items()
         }
         self.write_text = write_text
+        self.json_mode = json_mode  # response_format json_object for plans, where accepted
         self.cache = Path(cache_dir) if cache_dir else None
         self.episode = episode
         self._shared = _Shared(asyncio.Semaphore(max_concurrency))
@@ -155,6 +158,7 @@ class OpenAIBackend:
             max_retries=int(cfg.get("max_retries", 2)),
             prices=cfg.get("prices"),
             write_text=bool(cfg.get("write_text", True)),
+            json_mode=bool(cfg.get("json_mode", False)),
         )
 
     def for_episode(self, seed_keys: Sequence[object]) -> OpenAIBackend:
@@ -212,6 +216,8 @@ class OpenAIBackend:
         }
         if self.stop and fmt in STOP_SEQUENCES:
             params["stop"] = STOP_SEQUENCES[fmt]
+        if self.json_mode and fmt == "plan":  # a Plan JSON is one object: JSON mode fits
+            params["response_format"] = {"type": "json_object"}
         return params
 
     def _cache_key(
@@ -246,6 +252,21 @@ class OpenAIBackend:
         return entry
 
     async def _request(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
+        """One request; if the server refuses JSON mode, again without it (the lenient text
+        parser reads the plan). The cache key keeps the configured parameters either way."""
+        import openai
+
+        if "response_format" in params and not self._shared.json_mode_refused:
+            try:
+                return await self._send(messages, params)
+            except openai.BadRequestError as exc:
+                if "response_format" not in str(exc) and "json" not in str(exc).lower():
+                    raise
+                self._shared.json_mode_refused = True
+        params = {k: v for k, v in params.items() if k != "response_format"}
+        return await self._send(messages, params)
+
+    async def _send(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
         import openai
 
         t_queue = time.perf_counter()
