@@ -119,14 +119,25 @@ def test_unknown_role_is_refused() -> None:
         _complete(llm, [{"role": "user", "content": "x"}], "oracle")
 
 
-def test_modelled_llm_time_and_cost_follow_the_profile() -> None:
-    model = ModelProfile(
-        name="m",
-        ttft_s=1.0,
-        s_per_output_token=0.01,
-        s_per_input_token=0.0,
-        usd_per_mtok_input=1.0,
-        usd_per_mtok_output=2.0,
-    )
-    assert model.latency(100, 50) == pytest.approx(1.5)
-    assert model.cost(1_000_000, 500_000) == pytest.approx(2.0)
+def test_an_episodes_latency_and_cost_add_up_from_its_trace() -> None:
+    """Identities, not constants: a static plan without faults runs its calls one after
+    another, so its latency is the sum of its LLM calls' and tool calls' durations, and its
+    cost is the sum over LLM calls of tokens times the price of the model that served each."""
+    from tests.conftest import MODELS, episode
+
+    prices = {m.name: m for m in MODELS.values()}
+    for task in tasks("medium", n=3):
+        record, trace = episode("plan_execute", task, skill="strong")
+        llm = [e for e in trace["events"] if e["event"] == "llm"]
+        spans = [e["t1"] - e["t0"] for e in llm]
+        spans += [c["t1"] - c["t0"] for c in trace["tool_calls"]]
+        assert record.latency_s == pytest.approx(sum(spans), abs=1e-5)
+        cost = sum(
+            (
+                e["prompt_tokens"] * prices[e["model"]].usd_per_mtok_input
+                + e["completion_tokens"] * prices[e["model"]].usd_per_mtok_output
+            )
+            / 1e6
+            for e in llm
+        )
+        assert record.cost_usd == pytest.approx(cost, abs=1e-7)

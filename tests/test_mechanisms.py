@@ -92,40 +92,46 @@ def test_password_protected_pdf_needs_a_replan_to_another_source() -> None:
         assert react.success  # a perfect model reads the error and switches source
 
 
-def test_weak_skill_falls_into_traps_more_often_than_strong() -> None:
+def test_trap_visits_grow_with_p_trap() -> None:
+    """The trap's pull is one skill field: with p_trap 0 no planner ever opens the stale press
+    release; raising it makes every planner open it more often. The belief draw is shared
+    across levels (a point fooled at 0.25 is fooled at 0.6), so the count cannot fall; 40
+    trap-heavy tasks make a tie at two distant levels implausible."""
     pool = tasks("medium", n=40, p_stale_trap=1.0)
-    touched = {}
-    for skill in ("strong", "weak"):
+
+    def touched(p_trap: float) -> int:
+        skill = SKILLS["perfect"].model_copy(update={"p_trap": p_trap})
         hits = 0
-        for planner in PLANNERS:
+        for planner in ("react", "plan_execute_replan"):
             for task in pool:
                 _, trace = episode(planner, task, skill=skill)
                 hits += any(
                     c["tool"] == "parse_pdf" and "news.example" in c["args"].get("url", "")
                     for c in trace["tool_calls"]
                 )
-        touched[skill] = hits
-    assert touched["weak"] > touched["strong"] * 1.5, touched
+        return hits
+
+    low, mid, high = touched(0.0), touched(0.25), touched(0.6)
+    assert low == 0 and low < mid < high, (low, mid, high)
 
 
-def test_react_prompt_tokens_grow_superlinearly_plan_execution_is_flat() -> None:
+def test_react_prompt_grows_every_turn_plan_execution_is_flat() -> None:
+    """ReAct resends its whole history: within an episode every prompt is longer than the
+    one before (an identity of the transcript), so longer tasks cost more per call. A plan
+    costs one call and no LLM token for a successful step."""
     per_call = {}
     for complexity in ("simple", "complex"):
-        records = [episode("react", t)[0] for t in tasks(complexity, n=4)]
-        per_call[complexity] = statistics.mean(r.tokens_prompt / r.llm_calls for r in records)
+        records = []
         for t in tasks(complexity, n=4):
+            record, trace = episode("react", t)
+            prompts = [e["prompt_tokens"] for e in trace["events"] if e["event"] == "llm"]
+            assert all(a < b for a, b in zip(prompts, prompts[1:], strict=False)), prompts
+            records.append(record)
             plan, _ = episode("plan_execute", t)
             assert plan.llm_calls == 1  # one plan; no LLM call for any successful step
             assert plan.tokens_executor == 0 and plan.tool_calls >= 4
-    # prompt tokens per call grow with the number of steps, so the total grows faster than
-    # linearly (quadratic history)
-    assert per_call["complex"] > 1.4 * per_call["simple"], per_call
-
-
-def test_skill_profiles_are_ordered() -> None:
-    assert SKILLS["perfect"].error_rate(10_000) == 0
-    assert SKILLS["strong"].error_rate(1000) < SKILLS["weak"].error_rate(1000)
-    assert SKILLS["strong"].error_rate(8000) > SKILLS["strong"].error_rate(1000)
+        per_call[complexity] = statistics.mean(r.tokens_prompt / r.llm_calls for r in records)
+    assert per_call["complex"] > per_call["simple"], per_call
 
 
 def test_unreachable_goal_is_reported_not_faked() -> None:
