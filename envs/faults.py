@@ -22,7 +22,7 @@ planner meets the same faults on the same task.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,6 +93,26 @@ class FaultConfig(BaseModel):
     unreachable_rate: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
+class _ServiceUp(Mapping[str, bool]):
+    """``service_up.<tool>`` at one instant, computed only for the tools a condition reads."""
+
+    def __init__(self, injector: FaultInjector, t: float) -> None:
+        self._injector = injector
+        self._t = t
+        self._names = injector.inner.names()
+
+    def __getitem__(self, tool: str) -> bool:
+        if tool not in self._names:
+            raise KeyError(tool)
+        return self._injector.service_up(tool, self._t)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class FaultInjector(ToolboxWrapper):
     """Raises injected :class:`ToolError` s before the inner tool runs, per the rules."""
 
@@ -105,6 +125,7 @@ class FaultInjector(ToolboxWrapper):
         self.counter = CallCounter()
         self._streak: dict[tuple[int, str, str], int] = {}
         self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
+        self._key_valid: dict[str, bool] | None = None
         self.injected = 0
 
     def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
@@ -147,23 +168,26 @@ class FaultInjector(ToolboxWrapper):
         valid (an ``invalid_api_key`` draw is a property of the world, checkable without
         calling), whether each tool's service is up right now (not in an outage window) and
         whether the network is reachable."""
-        names = self.inner.names()
-        key_valid = dict.fromkeys(names, True)
-        service_up = dict.fromkeys(names, True)
-        t = clock.now()
-        for index, rule in enumerate(self.rules):
-            for tool in rule.tools:
-                if tool not in key_valid or rule.rate <= 0.0:
+        if self._key_valid is None:  # drawn once per episode: fixed before anyone acts
+            self._key_valid = dict.fromkeys(self.inner.names(), True)
+            for index, rule in enumerate(self.rules):
+                if rule.kind != "invalid_api_key" or rule.scope != "episode" or rule.rate <= 0:
                     continue
-                if rule.kind == "invalid_api_key" and rule.scope == "episode":
-                    key_valid[tool] = key_valid[tool] and not self._episode_hit(index, rule, tool)
-                if rule.scope == "window" and self._in_outage(index, rule, tool, t):
-                    service_up[tool] = False
+                for tool in rule.tools:
+                    if tool in self._key_valid and self._episode_hit(index, rule, tool):
+                        self._key_valid[tool] = False
         return {
             **self.inner.facts(),
-            "api_key_valid": key_valid,
-            "service_up": service_up,
+            "api_key_valid": self._key_valid,
+            "service_up": _ServiceUp(self, clock.now()),
         }
+
+    def service_up(self, tool: str, t: float) -> bool:
+        return not any(
+            rule.scope == "window" and tool in rule.tools and self._in_outage(i, rule, tool, t)
+            for i, rule in enumerate(self.rules)
+            if rule.rate > 0
+        )
 
     def _key(self, rule: FaultRule, args: Mapping[str, Any]) -> str:
         if rule.args_key is None:

@@ -10,6 +10,7 @@ context is reachable.
 """
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -237,8 +238,26 @@ class _ConditionEval(simpleeval.SimpleEval):
         return tuple(self._eval(element) for element in node.elts)
 
 
+@functools.lru_cache(maxsize=4096)
+def _checked_tree(text: str) -> ast.expr:
+    """The whitelisted AST of a condition (cached: plans repeat the same conditions, and
+    evaluation never mutates the tree). Errors are raised, and not cached, every time."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ConditionError(f"cannot parse condition {text!r}: {exc}") from None
+    _check_tree(tree)
+    return tree.body
+
+
+# One evaluator, its context swapped per call: building a SimpleEval dominates the cost of a
+# condition otherwise. Evaluation is synchronous, so no other condition can interleave.
+_EVALUATOR: _ConditionEval | None = None
+
+
 def evaluate_condition(expr: str, context: Mapping[str, Any]) -> bool:
     """Evaluate one condition against `context`; anything unsafe or non-bool raises."""
+    global _EVALUATOR
     if not isinstance(expr, str):
         raise ConditionError(f"condition must be a string, got {type(expr).__name__}")
     if len(expr) > MAX_CONDITION_CHARS:
@@ -246,14 +265,14 @@ def evaluate_condition(expr: str, context: Mapping[str, Any]) -> bool:
     text = expr.strip()
     if not text:
         raise ConditionError("empty condition")
+    tree = _checked_tree(text)
+    if _EVALUATOR is None:
+        _EVALUATOR = _ConditionEval({})
+    evaluator = _EVALUATOR
+    previous = evaluator._context
+    evaluator._context = context
     try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise ConditionError(f"cannot parse condition {expr!r}: {exc}") from None
-    _check_tree(tree)
-    evaluator = _ConditionEval(context)
-    try:
-        result = evaluator.eval(text, previously_parsed=tree.body)
+        result = evaluator.eval(text, previously_parsed=tree)
     except ConditionError:
         raise
     except (
@@ -264,6 +283,8 @@ def evaluate_condition(expr: str, context: Mapping[str, Any]) -> bool:
         RecursionError,
     ) as exc:
         raise ConditionError(f"cannot evaluate condition {expr!r}: {exc}") from None
+    finally:
+        evaluator._context = previous
     if not isinstance(result, bool):
         raise ConditionError(f"condition {expr!r} evaluated to {type(result).__name__}, not bool")
     return result
