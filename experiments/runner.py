@@ -116,7 +116,7 @@ class RunSettings(_Settings):
     figures: bool | None = None
     fail_fast: NonNegativeInt = 5
     concurrent_llm_calls: bool = True
-    report_extra: Literal["seed_tables", "sensitivity", "budget_curves"] | None = None
+    report_extra: Literal["seed_tables", "sensitivity", "budget_curves", "scenarios"] | None = None
     sensitivity: dict[str, Any] | None = None  # experiment=sensitivity: factors, corners
     budget_curves: dict[str, Any] | None = None  # experiment=budget_curves: budgets
     executor: ExecutorSettings = ExecutorSettings()
@@ -144,7 +144,7 @@ class Job:
         t = self.task
         return (
             self.planner_name,
-            self.env_name,
+            t.env,  # the env's own name, as records carry it (env=file names it by its file)
             t.complexity,
             t.task_id,
             seed,
