@@ -153,6 +153,7 @@ class NodeDecl(_Strict):
 
     ways: list[WayDecl] = Field(min_length=1)
     names: list[str] | None = None  # this template's pool of node names (default: the family's)
+    name: str | None = None  # or a name made from the node's context, e.g. "{parent.name} tests"
     vars: dict[str, Any] = Field(default_factory=dict)
     result: dict[str, Any]
     post: list[str] = Field(default_factory=list)
@@ -171,9 +172,12 @@ class NodeDecl(_Strict):
 
 class LayerDecl(_Strict):
     node: str | None = None  # template name (default: the graph's default template)
-    width: int | tuple[int, int] = 1
+    width: int | tuple[int, int] | Literal["prev"] = 1  # prev: as wide as the layer before
     repeat: int | tuple[int, int] = 1
-    link: Literal["random", "aligned", "all"] = "random"
+    # how a layer's nodes get parents in the layer before: random (fan_in of them), aligned
+    # (the one at the same position), split (consecutive nodes share one parent), merge (each
+    # node takes a consecutive group), all
+    link: Literal["random", "aligned", "split", "merge", "all"] = "random"
     fan_in: tuple[int, int] = (1, 1)
 
     @model_validator(mode="before")
@@ -445,7 +449,11 @@ def _one_task(
     layers: list[tuple[str, LayerDecl, int]] = []
     for layer in decl.sizes[complexity].layers:  # type: ignore[index]
         for _ in range(_draw(layer.repeat, rng)):
-            layers.append((layer.node or default, layer, _draw(layer.width, rng)))
+            if layer.width == "prev":
+                width = layers[-1][2] if layers else 1
+            else:
+                width = _draw(layer.width, rng)
+            layers.append((layer.node or default, layer, width))
     pools: dict[str, list[str]] = {}
     used: dict[str, int] = {}
 
@@ -474,6 +482,11 @@ def _one_task(
                     parents = list(prev)
                 elif layer.link == "aligned":
                     parents = [prev[min(pos, len(prev) - 1)]]
+                elif layer.link == "split":
+                    parents = [prev[pos * len(prev) // width]]
+                elif layer.link == "merge":
+                    r = max(1, len(prev) // width)
+                    parents = prev[pos * r : (pos + 1) * r if pos < width - 1 else len(prev)]
                 else:
                     k = min(len(prev), rng.randint(*layer.fan_in))
                     parents = sorted(rng.sample(prev, k))
@@ -494,6 +507,11 @@ def _one_task(
     # vars (parents first: layers are in order)
     for nd in nodes:
         tpl = decl.templates[nd["template"]]
+        if tpl.name is not None:
+            nd["name"] = str(
+                fmt(tpl.name, _node_ctx(tvars, nd, by_key), f"templates.{nd['template']}.name")
+            )
+            nd["slug"] = slugify(nd["name"])
         ctx = _node_ctx(tvars, nd, by_key)
         nd["vars"] = {}
         for k, spec in tpl.vars.items():
@@ -622,6 +640,7 @@ def _one_task(
         **tvars,
         "dag": dag,
         "items": ", ".join(by_key[s]["name"] for s in sinks),
+        "roots": ", ".join(by_key[f"n{i}"]["name"] for i in by_layer[0]),
         "n": len(nodes),
         "path": " > ".join(nd["name"] for nd in reversed(chain[:-1])),
         "start": {k: v for k, v in first.items() if not k.startswith("_")},
