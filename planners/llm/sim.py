@@ -567,12 +567,18 @@ class _Decider:
         revising = (
             _json_after(prompt, "A candidate plan:") if "Improve this plan" in prompt else None
         )
-        if gold and gold[0].trap_plan and gold[0].trap_plan[0].tool != SUBMIT_ANSWER:
+        trap_plan = gold[0].trap_plan if gold else None
+        if (
+            trap_plan
+            and trap_plan[0].tool != SUBMIT_ANSWER
+            # a result a check rejected cannot be built on: the executor says it failed
+            and not any(d in flagged for g in trap_plan for d in g.deps)
+        ):
             line = self.sim.belief(
                 self.skill, _digest("line", state), ["right", "trap"], self.err, {}
             )
             if line.top == "trap":
-                gold = gold[0].trap_plan
+                gold = trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
         used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
