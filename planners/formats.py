@@ -179,6 +179,7 @@ def lenient_json(text: str, notes: list[str], *, start: str = "{[") -> Any:
 
 def _call_args(text: str, notes: list[str]) -> tuple[str, dict[str, Any]] | None:
     """``tool(a="x", b=2)`` or ``tool({"a": "x"})`` -> (tool, args); literals only."""
+    text = text[:20_000]  # a call is short; this bounds the parsing work
     m = _CALL.match(text)
     if m is None:
         return None
@@ -247,7 +248,12 @@ def _lenient_action_turn(text: str) -> ActionTurn:
         segment = text[colon : min(following, default=len(text))]
         if is_truncated(text):
             segment = Generated(segment, text.finish_reason)  # type: ignore[attr-defined]
-        args = lenient_json(segment, notes, start="{")
+        if name.lower() == FINISH and "{" not in segment and segment.strip(_NAME_STRIP):
+            # ``Action: finish`` with the answer as plain text, like ``Final Answer:``
+            args = {"answer": segment.strip().strip(_NAME_STRIP), "status": "success"}
+            notes.append("finish text")
+        else:
+            args = lenient_json(segment, notes, start="{")
         if not isinstance(args, dict):
             raise OutputParseError("Action Input must be a JSON object")
     if not name or not re.fullmatch(r"[\w.-]+", name):

@@ -152,6 +152,9 @@ def test_final_answer_is_a_finish() -> None:
     assert turn.action_input == {"answer": "Acme revenue 5, profit 1", "status": "success"}
     turn = parse_action_turn('Action: Finish\nAction Input: {"answer": "x", "status": "success"}')
     assert turn.action == FINISH and turn.repairs
+    turn = parse_action_turn("Thought: done\nAction: finish\nAction Input: Acme revenue 5")
+    assert turn.action_input == {"answer": "Acme revenue 5", "status": "success"}
+    assert "finish text" in turn.repairs
 
 
 def test_cut_off_json_is_never_repaired_in_any_format() -> None:
