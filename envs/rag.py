@@ -37,14 +37,21 @@ from envs.base import COMPLEXITIES, EpisodeTools, Grade, Task, register, wrap_to
 from envs.faults import FaultRule
 from envs.rag_corpus import DATA_FILE, STATIONS
 from envs.rng import derive_rng
-from envs.tools import LatencyProfile, Toolbox, ToolCallRecord, ToolError, ToolSpec, validate_args
+from envs.tools import (
+    PLAN_LOGIC,
+    LatencyProfile,
+    Toolbox,
+    ToolCallRecord,
+    ToolError,
+    ToolSpec,
+    validate_args,
+)
 
 if TYPE_CHECKING:  # the oracle module imports this one
     from envs.rag_oracle import RagOracle
 
 ENV_NAME = "rag"
 TOP_K = 3
-PLAN_LOGIC = "plan_logic"  # the ToolError kind of a plan whose logic is wrong (not a fault)
 
 SPECS = (
     ToolSpec(

@@ -22,6 +22,9 @@ from envs.rng import uniform01
 # Transient kinds: a retry can help. Faults are injected by envs.faults; world errors
 # (not_found, bad_args, unknown_tool) come from the tools themselves.
 TRANSIENT_KINDS = frozenset({"http_503", "rate_limit_429", "timeout"})
+# A tool refusing input that shows the plan's logic is wrong (a placeholder left unfilled, a
+# retrieval hop missing before a synthesis): no fault, a retry cannot help, a replan can.
+PLAN_LOGIC = "plan_logic"
 
 
 class ToolError(Exception):

@@ -16,7 +16,7 @@ from typing import Any
 import networkx as nx
 
 from envs import clock
-from envs.tools import Toolbox, ToolError
+from envs.tools import PLAN_LOGIC, Toolbox, ToolError
 from planners.base import PlannerResult, PlannerStats, StopReason
 from planners.conditions import ConditionError, evaluate_condition
 from planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
@@ -408,7 +408,9 @@ class PlanExecutor:
                 stop: StopReason = (
                     "precondition_failed" if failed.failure == "precondition" else "tool_failure"
                 )
-                if failed.failure in ("condition", "unresolved_input"):
+                if failed.failure in ("condition", "unresolved_input") or (
+                    failed.error_kind == PLAN_LOGIC  # the tool says the plan is wrong
+                ):
                     stop = "plan_error"
                 return PlannerResult(
                     None,

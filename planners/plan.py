@@ -196,6 +196,19 @@ def find_placeholders(value: Any) -> list[tuple[str, list[str]]]:
     return found
 
 
+# A `{name}` that is not a placeholder the executor fills (a misspelt `{dep_results}`, a
+# `{previous_result}`): left in place it would reach the tool silently, so it is rejected.
+_STRAY_PLACEHOLDER_RE = re.compile(r"\{\s*[A-Za-z_][\w.\-\[\]]*\s*\}")
+
+
+def _stray_placeholders(value: Any) -> list[str]:
+    return [
+        stray
+        for text in _iter_strings(value)
+        for stray in _STRAY_PLACEHOLDER_RE.findall(_PLACEHOLDER_RE.sub("", text))
+    ]
+
+
 def _uses_dep_result(value: Any) -> bool:
     return any(
         _is_dep_result(m) for text in _iter_strings(value) for m in _PLACEHOLDER_RE.finditer(text)
@@ -520,6 +533,13 @@ def _check_placeholders(
                     "unresolvable_placeholder",
                     f"{s.id} references {{{{{shown}}}}} but {ref} is not one of its dependencies",
                 )
+        stray = _stray_placeholders(s.args)
+        if stray:
+            raise PlanError(
+                "unresolvable_placeholder",
+                f"{s.id} has {stray[0]!r}, which no step fills: write {{dep_result}} (with "
+                "depends_on) or {{{{step_N.result...}}}}",
+            )
         if _uses_dep_result(s.args) and not s.depends_on:
             raise PlanError(
                 "unresolvable_placeholder", f"{s.id} uses {{dep_result}} but has no depends_on"
