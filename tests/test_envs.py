@@ -170,6 +170,14 @@ def test_grader_progress_and_traps() -> None:
     )
     g = grade(task, stale, [])
     assert g.trap_in_answer and not g.success
+    # every current figure is there, but so is a stale one: the stale-figure rule fails it
+    both = (
+        full
+        + "\n"
+        + line.format(c=b2.company, y=b2.stale_year, r=b2.stale_revenue, p=b2.stale_profit)
+    )
+    g = grade(task, both, [])
+    assert g.progress == 1.0 and g.trap_in_answer and not g.success
     assert grade(task, None, []).progress == 0.0
 
 
