@@ -27,6 +27,7 @@ skipped or missing ``retrieve_conditional``), instead of writing a fluent answer
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,7 @@ def corpus() -> Corpus:
     """The shipped corpus and its BM25 index (built once per process, in memory)."""
     import bm25s
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # its index build logs at DEBUG
     docs = tuple(json.loads(line) for line in DATA_FILE.read_text("utf-8").splitlines() if line)
     texts = [f"{d['title']}. {d['text']}" for d in docs]
     retriever = bm25s.BM25()
@@ -513,7 +515,8 @@ def _missing_seen(task: Task, calls: Sequence[ToolCallRecord]) -> bool:
         if first_crag(query) != last.crag or not any(query.endswith(a) for a in asks):
             continue
         result = c.result if isinstance(c.result, dict) else {}
-        if not any(d.get("kind") == kind for d in result.get("documents", [])):
+        docs = [corpus().by_id.get(d.get("doc_id")) for d in result.get("documents", [])]
+        if not any(d and d["kind"] == kind and d["crag"] == last.crag for d in docs):
             return True
     return False
 

@@ -171,7 +171,15 @@ class RagOracle:
             crag = self._crag_of(b, parts, frozenset())
             for slot in b.slots:
                 part = parts.get((crag or "", slot))
-                if part is not None and part.good is None and part.misses >= 2:
+                tried = part is not None and all(
+                    f"{crag} {a}" in part.bad_queries for a in SLOTS[slot]["asks"]
+                )
+                # two careful phrasings found other pages, or every phrasing is spent
+                if (
+                    part is not None
+                    and part.good is None
+                    and (part.misses >= 2 or (part.misses >= 1 and tried))
+                ):
                     what = SLOTS[slot]["what"]
                     reason = f"the guides have nothing on {what} at {crag}"
                     return [GoldStep("unreachable", REPORT_UNREACHABLE, {"reason": reason})]
@@ -228,11 +236,19 @@ class RagOracle:
                         post=slot_post("nearest"),
                         pre=["index_ready == true"],
                     )
-                    if b.station in self._stale_near and near.stale is None:
+                    vague = nearest_vague(b.station)
+                    if (
+                        b.station in self._stale_near
+                        and near.stale is None
+                        and (
+                            vague
+                            not in near.bad_queries  # a query seen to find nothing tempts no one
+                        )
+                    ):
                         step.trap = GoldStep(
                             step.key,
                             "retrieve",
-                            {"query": nearest_vague(b.station)},
+                            {"query": vague},
                             post=slot_post("nearest"),
                             pre=["index_ready == true"],
                         )
@@ -265,7 +281,8 @@ class RagOracle:
                 )
                 trap_crag = crag if crag is not None else b.crag
                 outdated_twin = (trap_crag, s["kind"]) in self._stale_slot
-                if outdated_twin and part.stale is None and trap_crag not in self._closed:
+                tempting = vague not in part.bad_queries and trap_crag not in self._closed
+                if outdated_twin and part.stale is None and tempting:
                     step.trap = GoldStep(
                         step.key,
                         tool,
