@@ -1,0 +1,439 @@
+"""Runs you can trust: run identity, one writer per dir, fail fast, validated input,
+crash-safe records files (issue 8). In-process where that shows the behaviour, the CLI where
+the exit status and the one-line message are the point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from envs.tools import Toolbox
+from experiments.llm_factory import ConfigError, llm_label
+from experiments.records import (
+    RecordsError,
+    RunDirError,
+    RunLock,
+    load,
+    read_jsonl,
+    repair_run_dir,
+)
+from experiments.runner import HarnessStop, run, validate
+from planners.base import Planner, PlannerResult, TaskView
+from planners.llm.base import EpisodeLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+SMALL = ["planner=[react,plan_execute]", "n_tasks=3", "complexity=simple", "progress=false"]
+
+
+def cfg_of(*overrides: str, **extra: object) -> DictConfig:
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose(config_name="config", overrides=[*SMALL, *overrides])
+    with open_dict(cfg):
+        for key, value in extra.items():
+            OmegaConf.update(cfg, key, value, force_add=True)
+    return cfg
+
+
+def cli(
+    run_dir: Path | None, *overrides: str, timeout: float = 120, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    where = [f"hydra.run.dir={run_dir}"] if run_dir else []
+    cmd = [sys.executable, "-m", "experiments.runner", *where, *SMALL, *overrides]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def comparable(run_dir: Path) -> list[dict]:
+    return [
+        {k: v for k, v in json.loads(x).items() if k != "wall_s"}
+        for x in lines(run_dir / "episodes.jsonl")
+    ]
+
+
+def trace_keys(run_dir: Path) -> list[tuple[str, str, int]]:
+    return [
+        (d["planner"], d["task_id"], d["trial"])
+        for d in map(json.loads, lines(run_dir / "traces.jsonl"))
+    ]
+
+
+def episode_keys(run_dir: Path) -> list[tuple[str, str, int]]:
+    return [(r["planner"], r["task_id"], r["trial"]) for r in comparable(run_dir)]
+
+
+def one_line_no_traceback(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("planarena:")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    return errors[0]
+
+
+# --------------------------------------------------------------------------- run identity
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An uninterrupted run every crash scenario must end up equal to."""
+    out = tmp_path_factory.mktemp("reference")
+    run(cfg_of(), out)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("seed=5", "seed"),
+        ("faults=none", "faults"),
+        ("llm.skill=perfect", "llm.skill"),
+        ("llm.skill_overrides.p_trap=0.4", "llm.skill_overrides.p_trap"),
+        ("n_tasks=2", "n_tasks"),
+    ],
+)
+def test_a_changed_config_in_an_existing_dir_is_refused(
+    reference: Path, tmp_path: Path, override: str, key: str
+) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("episodes.jsonl", "traces.jsonl", "run.json"):
+        (out / name).write_bytes((reference / name).read_bytes())
+    before = (out / "episodes.jsonl").read_bytes()
+    with pytest.raises(RunDirError) as err:
+        run(cfg_of(override), out)
+    message = str(err.value)
+    assert key in message and "new hydra.run.dir" in message and "resume=false" in message
+    assert (out / "episodes.jsonl").read_bytes() == before  # untouched
+    # resume=false starts over in the same dir, keeping the old records aside
+    run(cfg_of(override, "resume=false"), out)
+    assert (out / "episodes.jsonl.replaced").read_bytes() == before
+    new = comparable(out)
+    assert len({r["config_id"] for r in new}) == 1 and new != comparable(reference)
+
+
+def test_output_only_keys_do_not_change_the_run(reference: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("episodes.jsonl", "traces.jsonl", "run.json"):
+        (out / name).write_bytes((reference / name).read_bytes())
+    run(cfg_of("concurrency=4", "progress=true", "write_traces=false", "figures=false"), out)
+    assert comparable(out) == comparable(reference)  # nothing rerun, nothing appended
+
+
+def test_records_carry_the_fingerprint_and_a_labelled_skill(tmp_path: Path) -> None:
+    run(cfg_of("llm.skill_overrides.p_trap=0.4"), tmp_path)
+    rows = comparable(tmp_path)
+    stored = json.loads((tmp_path / "run.json").read_text())
+    assert {r["config_id"] for r in rows} == {stored["config_id"]}
+    assert stored["config"]["llm"]["skill_overrides"]["p_trap"] == 0.4
+    assert "progress" not in stored["config"] and "concurrency" not in stored["config"]
+    label = rows[0]["llm"]
+    assert label.startswith("sim:strong+") and len(label) == len("sim:strong+") + 6
+    assert llm_label({"backend": "sim", "skill": "strong"}) == "sim:strong"
+    other = llm_label({"backend": "sim", "skill": "strong", "skill_overrides": {"p_trap": 0.5}})
+    assert other != label
+
+
+class AlwaysCrash(Planner):
+    """Our bug in every episode."""
+
+    name = "always_crash"
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        raise KeyError("bug in planner")
+
+
+class CrashOnce(Planner):
+    """Crashes while a marker file exists (a bug fixed between two runs)."""
+
+    name = "crash_once"
+
+    async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        if Path(os.environ["PLANARENA_TEST_MARKER"]).exists():
+            raise RuntimeError("transient bug")
+        return PlannerResult("nothing", "answered")
+
+
+def test_harness_errors_run_again_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "bug"
+    marker.touch()
+    monkeypatch.setenv("PLANARENA_TEST_MARKER", str(marker))
+    spec = {"planner.flaky": {"_target_": "tests.test_run_integrity.CrashOnce"}}
+    out = tmp_path / "run"
+    run(cfg_of("fail_fast=0", **spec), out)
+    first = comparable(out)
+    assert sum(r["failure_mode"] == "harness_error" for r in first) == 3
+    marker.unlink()
+    run(cfg_of("fail_fast=0", **spec), out)
+    again = comparable(out)
+    assert len(again) == len(first) and not any(r["failure_mode"] == "harness_error" for r in again)
+    assert sorted(episode_keys(out)) == sorted(trace_keys(out))  # one trace per episode
+
+
+def test_the_same_harness_error_in_every_first_episode_stops_the_job(tmp_path: Path) -> None:
+    cfg = cfg_of("fail_fast=2")
+    cfg.planner = {"crash": {"_target_": "tests.test_run_integrity.AlwaysCrash"}}
+    with pytest.raises(HarnessStop, match="KeyError"):
+        run(cfg, tmp_path)
+    assert len(lines(tmp_path / "episodes.jsonl")) == 1  # the second was not written
+
+
+def test_a_job_with_harness_errors_exits_non_zero_with_a_summary(tmp_path: Path) -> None:
+    proc = cli(
+        tmp_path,
+        "+planner.crashy._target_=tests.test_runner.CrashyPlanner",
+        "fail_fast=0",
+        "figures=false",
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    line = one_line_no_traceback(proc)
+    assert "harness_error" in line and "KeyError: 'bug in planner'" in line
+    assert json.loads((tmp_path / "status.json").read_text())["status"] == "harness_errors"
+
+
+# --------------------------------------------------------------------------- one writer
+
+
+def test_a_second_job_on_a_locked_dir_exits_at_once(reference: Path, tmp_path: Path) -> None:
+    with RunLock(tmp_path):
+        start = time.monotonic()
+        proc = cli(tmp_path)
+        took = time.monotonic() - start
+        assert proc.returncode == 2
+        assert "in use by another planarena job" in one_line_no_traceback(proc)
+        assert not (tmp_path / "episodes.jsonl").exists() and not (tmp_path / ".hydra").exists()
+        assert took < 30
+    with RunLock(tmp_path), pytest.raises(RunDirError, match="in use"):
+        run(cfg_of(), tmp_path)
+    run(cfg_of(), tmp_path)  # released: the dir is usable again
+    assert comparable(tmp_path) == comparable(reference)
+
+
+@pytest.mark.slow  # ~15 s: two jobs started together
+def test_default_run_dirs_do_not_collide(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "experiments.runner", *SMALL, "planner=react", "n_tasks=1"]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    dirs = sorted(p.parent for p in tmp_path.glob("results/runs/*/*/episodes.jsonl"))
+    assert len(dirs) == 2
+    assert all(len(lines(d / "episodes.jsonl")) == 1 for d in dirs)
+
+
+# --------------------------------------------------------------------------- fail fast
+
+
+def test_a_dead_endpoint_stops_the_job_within_seconds(tmp_path: Path) -> None:
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    start, cpu0 = time.monotonic(), cpu()
+    proc = cli(tmp_path, "llm=openai", "llm.base_url=http://127.0.0.1:9/v1", timeout=60)
+    took, cpu_s = time.monotonic() - start, cpu() - cpu0
+    assert proc.returncode == 3
+    line = one_line_no_traceback(proc)
+    assert "cannot reach" in line and "127.0.0.1:9" in line
+    assert not (tmp_path / "episodes.jsonl").exists()
+    # about 3 s on an idle 2-core machine; CPU time, as other jobs may share the cores
+    assert cpu_s < 10 and took < 30, (cpu_s, took)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("llm.skill_overrides.p_trap=1.7", "llm.skill_overrides.p_trap=1.7"),
+        ("llm.skill_overrides.p_trap=abc", 'llm.skill_overrides.p_trap="abc"'),
+        ("+llm.skill_overrides.p_trapp=0.3", "llm.skill_overrides.p_trapp=0.3: unknown key"),
+        ("llm.skill_overrides.context_scale_tokens=0", "context_scale_tokens=0"),
+        ("llm.skill=genius", "llm.skill=genius"),
+        ("n_tasks=0", "n_tasks=0"),
+        ("trials=0", "trials=0"),
+        ("concurrency=0", "concurrency=0"),
+        ("complexity=hard", 'complexity="hard"'),
+        ("budget.max_tokens_per_episode=-5", "budget.max_tokens_per_episode=-5"),
+        ("budget.max_llm_calls_per_episode=0", "budget.max_llm_calls_per_episode=0"),
+        ("+n_task=3", "n_task=3: unknown key"),
+        ("llm.models.default.ttft_s=-1", "llm.models.default.ttft_s=-1"),
+    ],
+)
+def test_an_invalid_value_is_named_before_any_episode(override: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(cfg_of(override))
+    assert key in str(err.value) and "\n" not in str(err.value)
+
+
+def test_skill_validation_follows_the_profile_model() -> None:
+    from planners.llm.profiles import SkillProfile
+
+    cfg = cfg_of()
+    with open_dict(cfg):
+        for field in set(SkillProfile.model_fields) - {"name"}:
+            cfg.llm.skill_overrides[field] = 0.5  # every field of the model is accepted
+    validate(cfg)
+
+
+@pytest.mark.parametrize("override", ["+llm.skill_overrides.p_trapp=0.3"])
+def test_the_cli_refuses_an_invalid_value_in_one_line(tmp_path: Path, override: str) -> None:
+    proc = cli(tmp_path, override)
+    assert proc.returncode == 2
+    assert override.lstrip("+").split("=")[0] in one_line_no_traceback(proc)
+    assert not (tmp_path / "episodes.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- crash safety
+
+
+def test_torn_lines_in_both_files_are_repaired(reference: Path, tmp_path: Path) -> None:
+    episodes, traces = lines(reference / "episodes.jsonl"), lines(reference / "traces.jsonl")
+    (tmp_path / "run.json").write_bytes((reference / "run.json").read_bytes())
+    # killed while writing the trace of episode 3: a torn trace line, no episode line
+    (tmp_path / "episodes.jsonl").write_text("".join(x + "\n" for x in episodes[:3]))
+    (tmp_path / "traces.jsonl").write_text("".join(x + "\n" for x in traces[:3]) + traces[3][:50])
+    run(cfg_of(), tmp_path)
+    assert comparable(tmp_path) == comparable(reference)
+    assert trace_keys(tmp_path) == episode_keys(tmp_path)
+    # a torn episode line after its complete trace, and a glued trace from an old bug
+    (tmp_path / "episodes.jsonl").write_text("".join(x + "\n" for x in episodes[:2]) + '{"pla')
+    (tmp_path / "traces.jsonl").write_text(
+        traces[0] + "\n" + traces[1][:30] + traces[1] + "\n" + traces[1] + "\n" + traces[2] + "\n"
+    )
+    run(cfg_of(), tmp_path)
+    assert comparable(tmp_path) == comparable(reference)
+    assert trace_keys(tmp_path) == episode_keys(tmp_path)
+
+
+@pytest.mark.parametrize("step", ["truncate", "replace"])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_kill_during_repair_then_a_rerun_equals_an_uninterrupted_run(
+    reference: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str, when: str
+) -> None:
+    episodes, traces = lines(reference / "episodes.jsonl"), lines(reference / "traces.jsonl")
+    (tmp_path / "run.json").write_bytes((reference / "run.json").read_bytes())
+    second = episodes[1]
+    if step == "replace":  # a harness error to drop: a new file renamed over the old one
+        second = json.dumps(json.loads(second) | {"failure_mode": "harness_error", "detail": "X"})
+    (tmp_path / "episodes.jsonl").write_text(
+        episodes[0] + "\n" + second + "\n" + episodes[2] + "\n" + episodes[3][:20]
+    )
+    (tmp_path / "traces.jsonl").write_text("".join(x + "\n" for x in traces[:4]) + traces[4][:9])
+
+    class Killed(BaseException):
+        pass
+
+    real = getattr(os, step)
+
+    def dies(*args: object) -> None:
+        if when == "after":
+            real(*args)
+        raise Killed
+
+    monkeypatch.setattr(os, step, dies)
+    with pytest.raises(Killed):
+        repair_run_dir(tmp_path)
+    monkeypatch.setattr(os, step, real)
+    for path in (tmp_path / "episodes.jsonl", tmp_path / "traces.jsonl"):
+        assert path.stat().st_size > 0  # never emptied
+    run(cfg_of(), tmp_path)
+    got, want = comparable(tmp_path), comparable(reference)
+    assert sorted(got, key=json.dumps) == sorted(want, key=json.dumps)  # the rerun one is last
+    assert sorted(trace_keys(tmp_path)) == sorted(episode_keys(tmp_path))
+    assert len(trace_keys(tmp_path)) == len(set(trace_keys(tmp_path)))
+
+
+@pytest.mark.slow  # ~20 s: kills a real job at several instants
+def test_kill_9_at_any_instant_then_rerun_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    args = ["planner=[react,plan_execute_replan]", "n_tasks=40", "figures=false"]
+    full = tmp_path / "full"
+    assert cli(full, *args).returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for i, delay in enumerate((2.5, 3.5, 4.5)):
+        out = tmp_path / f"killed{i}"
+        cmd = [sys.executable, "-m", "experiments.runner", f"hydra.run.dir={out}", *SMALL, *args]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert cli(out, *args).returncode == 0
+        assert comparable(out) == comparable(full)
+        assert trace_keys(out) == episode_keys(out)
+
+
+def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.runner",
+        f"hydra.run.dir={tmp_path}",
+        *SMALL,
+        "n_tasks=400",
+        "planner=react",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        episodes = tmp_path / "episodes.jsonl"
+        if episodes.exists() and episodes.stat().st_size > 0:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    line = next(x for x in err.splitlines() if x.startswith("planarena:"))
+    saved = len(lines(tmp_path / "episodes.jsonl"))
+    assert f"{saved} episode(s) saved" in line and "resume" in line
+    assert trace_keys(tmp_path) == episode_keys(tmp_path)
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def test_readers_name_the_file_and_line(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = lines(reference / "episodes.jsonl")
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(good[0] + "\n" + good[1] + "\n" + good[2][:30])
+    assert len(read_jsonl(path)) == 2  # a torn last line: skipped, with a warning
+    assert "episodes.jsonl:3: skipped a torn last line" in capsys.readouterr().err
+    path.write_text(good[0] + "\nnot json\n" + good[1] + "\n")
+    with pytest.raises(RecordsError, match=r"episodes.jsonl:2: not a JSON record"):
+        load(tmp_path)
+    path.write_text(good[0] + '\n{"foo": 1}\n')
+    with pytest.raises(RecordsError, match=r"episodes.jsonl:2: record lacks the key"):
+        load(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "episodes.jsonl:2" in proc.stderr
