@@ -200,6 +200,29 @@ def test_concurrent_identical_requests_send_one_and_replay_it(
     assert server.requests == 1
 
 
+def test_time_waiting_for_a_concurrency_slot_is_queue_time_not_llm_time(
+    server: FakeOpenAI,
+) -> None:
+    backend = OpenAIBackend("fake", base_url=server.url, max_concurrency=1)
+    llm = EpisodeLLM(backend, MODELS)
+
+    async def go() -> None:
+        with clock.use_clock(clock.SimClock()):
+            await asyncio.gather(
+                *(
+                    llm.complete(
+                        [{"role": "user", "content": f"{i} {SLOW_MARKER}"}], role="planner"
+                    )
+                    for i in range(3)
+                )
+            )
+
+    asyncio.run(go())
+    # one request at a time: the 2nd waited for one slow reply, the 3rd for two
+    assert llm.usage.queue_s >= 3 * SLOW_S * 0.9
+    assert llm.usage.requests == 3
+
+
 def test_no_request_carries_two_consecutive_messages_of_one_role(server: FakeOpenAI) -> None:
     messages = [
         {"role": "system", "content": "s"},
