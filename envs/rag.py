@@ -76,7 +76,7 @@ SPECS = (
         {
             "type": "object",
             "properties": {"question": {"type": "string"}, "context": {"type": "array"}},
-            "required": ["context"],
+            "required": [],  # no context is the plan's mistake: refused as plan_logic below
         },
     ),
 )
@@ -271,6 +271,12 @@ class RagWorld(Toolbox):
             raise ToolError("unknown_tool", f"no tool named {name!r}")
         validate_args(spec, args)
         if name == "synthesize":
+            if not args.get("context"):  # the article's bare synthesize step: nothing wired in
+                raise ToolError(
+                    PLAN_LOGIC,
+                    "synthesize: no context; pass the retrieval results to answer from, e.g. "
+                    'context: ["{{step_1.result}}", "{{step_2.result}}"]',
+                )
             return self.synthesize(args["context"])
         return self.retrieve(args["query"], conditional=name == "retrieve_conditional")
 

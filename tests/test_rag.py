@@ -410,3 +410,13 @@ def test_bug3_the_replanner_recovers_the_missing_hop() -> None:
     tools = [c["tool"] for c in trace["tool_calls"]]
     assert tools == ["retrieve", "synthesize", "retrieve_conditional", "synthesize"]
     assert trace["tool_calls"][1]["error_kind"] == PLAN_LOGIC
+
+
+def test_the_articles_bare_synthesize_step_is_refused_not_answered_from_nothing() -> None:
+    """The article's synthesize step names no inputs (its executor passed every result);
+    here a synthesis with no context wired in is the plan's mistake, and says so."""
+    steps = _steps(FILLED, 1)
+    steps[2] = {"step": 3, "action": "synthesize", "depends_on": [1, 2], "purpose": "answer"}
+    record = _scripted_episode(steps)
+    _loud(record, "plan_logic_error")
+    assert "no context" in record.detail
