@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -168,6 +169,19 @@ def test_an_unreachable_task_is_reported_after_the_missing_page_is_seen() -> Non
     assert task.unreachable
     record, _ = episode("react", task, env=env, skill="perfect")  # type: ignore[arg-type]
     assert record.failure_mode == "correctly_reported_unreachable", record.detail
+
+
+def test_the_readme_example_is_a_working_family(tmp_path: Path) -> None:
+    text = (FAMILIES_DIR.parent / "README.md").read_text()
+    block = re.findall(r"```yaml\n(.*?)```", text, re.S)[0]
+    path = tmp_path / "stock_check.yaml"
+    path.write_text(block)
+    env = FamilyEnv(path=str(path))
+    assert env.name == "stock_check"
+    task = env.generate(1, seed=0, complexity="medium")[0]
+    for planner in ALL_PLANNERS:
+        record, _ = episode(planner, task, env=env)  # type: ignore[arg-type]
+        assert record.success, (planner, record.failure_mode, record.detail)
 
 
 # ----------------------------------------------------------------------------- malformed files
