@@ -1162,15 +1162,17 @@ class FamilyEnv:
     # -- faults: the config's rules mapped onto the tools that declare each kind --
 
     def rules(self, rules: Sequence[FaultRule]) -> list[FaultRule]:
-        """Each configured rule applies, at its rate and scope, to the family's tools that
-        declare its kind (with the tool's own ``args_key`` / ``corrupt_fields``); rules that
-        already name tools of this family are kept as they are."""
+        """The first configured rule of each fault kind applies, at its rate and scope, to the
+        family's tools that declare that kind (with the tool's own ``args_key`` /
+        ``corrupt_fields``); rules that name tools of this family are kept as written, and
+        then no other rule of their kind is mapped (so no kind ever applies twice)."""
         mine = set(self.decl.tools)
-        out: list[FaultRule] = []
+        out: list[FaultRule] = [rule for rule in rules if mine & set(rule.tools)]
+        mapped = {rule.kind for rule in out}
         for rule in rules:
-            if mine & set(rule.tools):
-                out.append(rule)
+            if rule.kind in mapped:
                 continue
+            mapped.add(rule.kind)
             groups: dict[tuple[Any, Any], list[str]] = {}
             for name, tool in self.decl.tools.items():
                 fd = tool.faults.get(rule.kind)

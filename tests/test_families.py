@@ -161,6 +161,18 @@ def test_faults_of_the_config_apply_to_the_tools_that_declare_their_kind() -> No
     empty = next(r for r in research if r.kind == "empty_result")
     assert set(empty.tools) == {"search_sources", "search_sources_backup"}  # shared draws
     assert empty.args_key == ["query"]
+    from envs.faults import FaultRule
+
+    twice = [
+        FaultRule(kind="http_503", tools=["x"], rate=0.1, scope="window"),
+        FaultRule(kind="http_503", tools=["y"], rate=0.9),
+        FaultRule(kind="timeout", tools=["open_page"], rate=0.5),
+    ]
+    mapped = env.rules(twice)
+    assert [(r.kind, r.rate, r.scope) for r in mapped] == [
+        ("timeout", 0.5, "call"),  # names a web_nav tool: kept as written
+        ("http_503", 0.1, "window"),  # the first rule of its kind, once
+    ]
 
 
 def test_an_unreachable_task_is_reported_after_the_missing_page_is_seen() -> None:
