@@ -3,7 +3,8 @@
 The article (point 6 of its summary in ``docs/source_articles.md``) recommends one search
 algorithm per kind of task: BFS for short optimal paths such as code generation, DFS with
 pruning for web navigation, MCTS for long uncertain sequences such as research reports, and
-topological sorting when the dependencies are known (data pipelines). This report gives, for
+topological sorting when the dependencies are known (data pipelines); the second (Article B)
+recommends Plan-and-Execute for well-structured multi-hop RAG questions. This report gives, for
 each family in the run (all its complexities pooled, the task as the unit), every planner's
 completion (Wilson 95 %), cost per completed task (all the cell's cost over its completions,
 task-bootstrap 95 %) and P99 latency (task-bootstrap 95 %); the best planner by each, and the
@@ -35,12 +36,14 @@ ARTICLE_PICK = {
     "web_nav": "dfs",
     "research": "mcts",
     "pipeline": "topo",
+    "rag": "plan_execute",  # Article B: plan first, then execute, for structured questions
 }
 ARTICLE_WHY = {
     "code_gen": "BFS, beam 3: short optimal paths (3-5 steps)",
     "web_nav": "DFS with pruning: a feasible path fast (10-20 steps)",
     "research": "MCTS: long, uncertain sequences (20+ steps)",
     "pipeline": "topological sort: dependencies known",
+    "rag": "Article B, Plan-and-Execute: complex but well-structured questions",
 }
 N_BOOT = 1000
 
