@@ -34,22 +34,43 @@ def _natural_key(text: str) -> list[tuple[int, int | str]]:
     return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", text) if t]
 
 
+def _job_number(run_dir: Path) -> float:
+    """A sweep job's ``hydra.job.num`` from its ``.hydra/hydra.yaml`` (sweep job dirs are
+    named by their overrides, so their names do not give the launch order); inf if absent."""
+    hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
+    if not hydra_yaml.is_file():
+        return float("inf")
+    import yaml
+
+    try:
+        num = (yaml.safe_load(hydra_yaml.read_text(encoding="utf-8")) or {})["hydra"]["job"]["num"]
+    except (KeyError, TypeError, yaml.YAMLError):
+        return float("inf")
+    return float(num) if isinstance(num, int) else float("inf")
+
+
 def load_runs(dirs: Sequence[str | Path]) -> pd.DataFrame:
-    """Episodes of every dir, in argument order, then job dirs in natural order.
+    """Episodes of every dir, in argument order, then jobs in launch order.
 
     :func:`experiments.records.load` lists a sweep's job dirs lexicographically ("10" before
-    "2"); rows are stably re-sorted by job dir so planners appear in the order the jobs
-    ran, which fixes the row order of every table and figure.
+    "2"); rows are stably re-sorted by job number (``.hydra/hydra.yaml``), then job dir in
+    natural order, so planners appear in the order the jobs ran, which fixes the row order of
+    every table and figure.
     """
     if not dirs:
         raise ValueError("give at least one run or sweep dir")
     frames = []
-    for position, d in enumerate(dirs):
+    groups: dict[str, int] = {}
+    for d in dirs:
         frame = load(d)
-        frame["_arg"] = position
+        # job dirs of one sweep given one by one (as the aggregation callback does) rank as
+        # that sweep, so they come out in the same order as when the sweep dir is given
+        path = Path(d)
+        in_sweep = (path.parent / "multirun.yaml").is_file() and _job_number(path) < float("inf")
+        frame["_arg"] = groups.setdefault(str(path.parent if in_sweep else path), len(groups))
         frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
-    keys = {r: _natural_key(r) for r in df["run_dir"].unique()}
+    keys = {r: (_job_number(Path(r)), _natural_key(r)) for r in df["run_dir"].unique()}
     ranks = {r: i for i, r in enumerate(sorted(keys, key=lambda r: keys[r]))}
     df["_rank"] = df["run_dir"].map(ranks)
     df = df.sort_values(["_arg", "_rank"], kind="stable").drop(columns=["_arg", "_rank"])

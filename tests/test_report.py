@@ -6,6 +6,7 @@ through a fixed dir under pytest's basetemp, since each one costs a few seconds)
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from experiments.figures import FIGURE_NAMES
 from experiments.report import duplicate_episodes, load_runs, main, resolve_seed
 
 BIN = Path(sys.executable).parent
@@ -73,7 +75,7 @@ def test_report_reproduces_the_runs_files_byte_for_byte(
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (run_dir / name).read_bytes(), name
     figures = sorted(p.name for p in (run_dir / "figures").iterdir())
-    assert len(figures) == 8
+    assert len(figures) == 2 * len(FIGURE_NAMES)
     assert sorted(p.name for p in (out / "figures").iterdir()) == figures
     for name in figures:
         assert (out / "figures" / name).read_bytes() == (run_dir / "figures" / name).read_bytes()
@@ -106,6 +108,24 @@ def test_sweep_job_dirs_load_in_job_number_order(tmp_path: Path) -> None:
     for job, planner in ((10, "late"), (2, "early")):
         d = tmp_path / str(job)
         d.mkdir()
-        (d / "episodes.jsonl").write_text(f'{{"planner": "{planner}", "seed": 0}}\n')
+        record = {
+            "planner": planner,
+            "env": "report",
+            "complexity": "simple",
+            "task_id": "t",
+            "seed": 0,
+            "trial": 0,
+        }
+        (d / "episodes.jsonl").write_text(json.dumps(record) + "\n")
     df = load_runs([tmp_path])
     assert list(df["planner"]) == ["early", "late"]
+
+
+def test_sweep_jobs_named_by_overrides_load_in_launch_order(tmp_path: Path) -> None:
+    for num, planner in ((0, "react"), (1, "plan_execute")):
+        d = tmp_path / f"planner={planner}"
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  job:\n    num: {num}\n")
+        record = {"planner": planner, "env": "e", "complexity": "simple", "task_id": "t"}
+        (d / "episodes.jsonl").write_text(json.dumps({**record, "seed": 0, "trial": 0}) + "\n")
+    assert list(load_runs([tmp_path])["planner"]) == ["react", "plan_execute"]
