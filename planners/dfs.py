@@ -70,6 +70,7 @@ class _ExecutionTree:
         self.system = react_system(tools.catalogue())
         self.failed: list[tuple[str, str]] = []
         self.parsed = self.unparseable = 0  # proposals that followed the format, or not
+        self.native = False  # offer the tools through the API when proposing
         self.scores: dict[int, float] = {}
 
     def _messages(self, path: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -125,6 +126,7 @@ class _ExecutionTree:
         text = await self.llm.complete(
             [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
             role="planner",
+            tools=self.tools.catalogue() if self.native else None,
         )
         notes: list[str] = []
         candidates = parse_candidates(text, notes)[: self.branching]
@@ -187,7 +189,11 @@ class DFSPlanner(Planner):
         max_depth: int = 30,
         accept: float = 1.0,
         max_rethinks: int = 2,
+        tool_calling: str = "text",
     ) -> None:
+        if tool_calling not in ("text", "native"):
+            raise ValueError("tool_calling must be 'text' or 'native'")
+        self.tool_calling = tool_calling  # native: candidates as the API's parallel tool calls
         self.accept = accept
         self.max_rethinks = max_rethinks
         self.branching = branching
@@ -207,6 +213,7 @@ class DFSPlanner(Planner):
             self.prune_below,
             self.max_rethinks,
         )
+        tree.native = self.tool_calling == "native"
         result = await dfs_async(
             tree,
             rng=task.rng("dfs"),

@@ -567,6 +567,17 @@ def tool_schemas(specs: Sequence[Any]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": f} for f in [*functions, FINISH_TOOL]]
 
 
+def render_tool_calls(thought: str, calls: Sequence[tuple[str, str]]) -> str:
+    """One native tool call as a Thought/Action turn; several (parallel tool calls, e.g. DFS's
+    k candidates) as ``Candidate n:`` blocks, the format a text reply would have used."""
+    if len(calls) == 1:
+        return render_tool_call(thought, *calls[0])
+    return "\n".join(
+        f"Candidate {i}:\n{render_tool_call(thought, name, args)}"
+        for i, (name, args) in enumerate(calls, 1)
+    )
+
+
 def render_tool_call(thought: str, name: str, arguments: str) -> str:
     """A native tool call written as the Thought/Action turn it stands for, so the transcript,
     the cache and the parsers are the same in both modes (``arguments`` is the API's JSON

@@ -79,6 +79,8 @@ def scripted_reply(body: dict[str, Any], n: int, style: str) -> str:
     system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
     users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
     last = users[-1] if users else ""
+    if "Rate each candidate" in last:
+        return "Score 1: 0.9\nScore 2: 0.5\nScore 3: 0.5"
     if "Score: <a number" in last:
         return "**Score:** 8/10"
     if "Outcome:" in last:
@@ -99,8 +101,13 @@ def native_tool_calls(body: dict[str, Any], style: str) -> list[dict[str, Any]] 
     users = [str(m.get("content", "")) for m in body.get("messages", []) if m["role"] == "user"]
     done = "Observation:" in " ".join(users)
     name, args = ("finish", FINISH_ARGS) if done else ("search_web", QUERY)
-    call = {"name": name, "arguments": json.dumps(args)}
-    return [{"id": "call_1", "type": "function", "function": call}]
+    calls = [(name, args)]
+    if "candidate next actions" in users[-1]:  # k candidates: parallel tool calls
+        calls.append(("search_web_backup", QUERY) if not done else ("finish", FINISH_ARGS))
+    return [
+        {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for i, (n, a) in enumerate(calls, 1)
+    ]
 
 
 class FakeOpenAI(ThreadingHTTPServer):

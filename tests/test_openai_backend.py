@@ -345,6 +345,15 @@ def test_native_tool_calling_offers_the_tools_and_reads_the_call_as_a_turn() -> 
         events = [e for e in trace["events"] if e["event"] == "llm"]
         assert [e["finish_reason"] for e in events] == ["tool_calls", "tool_calls"]
         assert events[0]["completion"].startswith("Thought: Searching first.\nAction: search_web")
+    # DFS: its k candidates come back as parallel tool calls (the judge is offered no tools)
+    for srv in serve("native"):
+        record, trace = _episode(srv, "dfs", planner_kwargs={"tool_calling": "native"})
+        assert record.stop_reason == "answered" and record.plan_repairs == 0, record.detail
+        proposals = [b for b in srv.bodies if "tools" in b]
+        assert proposals and len(proposals) < len(srv.bodies)
+        first = next(e for e in trace["events"] if e["event"] == "llm")
+        assert first["completion"].startswith("Candidate 1:\nThought: Searching first.")
+        assert first["tool_calls"] == 2
     # the simulator has no tool interface: the same planner reads its text turns
     task = tasks("simple", 1)[0]
     planner = make_planner("react", tool_calling="native")

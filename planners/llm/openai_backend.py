@@ -43,7 +43,7 @@ from typing import Any
 from planners.formats import (
     MAX_TOKENS,
     STOP_SEQUENCES,
-    render_tool_call,
+    render_tool_calls,
     request_format,
     tool_schemas,
 )
@@ -290,9 +290,9 @@ class OpenAIBackend:
         usage = response.usage
         text = choice.message.content or ""
         calls = getattr(choice.message, "tool_calls", None) or []
-        if calls:  # native tool calling: the first call, written as the turn it stands for
-            fn = calls[0].function
-            text = render_tool_call(text, fn.name, fn.arguments or "")
+        if calls:  # native tool calling: written as the turn (or candidates) it stands for
+            pairs = [(c.function.name, c.function.arguments or "") for c in calls]
+            text = render_tool_calls(text, pairs)
         return {
             "text": text,
             "tool_calls": len(calls),
