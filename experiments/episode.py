@@ -17,7 +17,7 @@ from envs import clock
 from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
 from envs.rng import derive_seed
-from envs.tools import ToolCallRecord
+from envs.tools import PLAN_LOGIC, ToolCallRecord
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import ROLES, Budget, BudgetExhausted, EpisodeLLM, LLMBackend
 from planners.llm.profiles import ModelProfile
@@ -106,6 +106,8 @@ def classify(
         return "dead_end" if grade.trap_touched else "gave_up_after_tool_failure"
     if last == "unknown_tool":
         return "hallucinated_tool_call"
+    if last == PLAN_LOGIC:  # the tool refused a call the plan got wrong (e.g. a {dep_result}
+        return "plan_logic_error"  # left unfilled), whatever planner made it
     if last in _PREMISE_ERRORS:
         return "precondition_unverified"
     if last is None:
