@@ -1142,8 +1142,11 @@ def family_path(name: str) -> Path:
 
 @dataclass
 class FamilyEnv:
-    """An env from a family file: ``FamilyEnv(name="pipeline")`` for a built-in family,
-    ``FamilyEnv(path="my/family.yaml")`` for any file (its ``name`` names the env)."""
+    """An env from a family file. ``FamilyEnv(name="pipeline")``: a built-in family
+    (``envs/families/pipeline.yaml``); ``FamilyEnv(path="my/family.yaml")``: any file, named
+    by its own ``name``; with both, ``name`` names the env (records, task ids) whatever the
+    file calls itself (``env=file`` runs any file as the env ``file``). A relative path is
+    looked up in the working directory, then in ``envs/families/``."""
 
     name: str | None = None
     path: str | None = None
@@ -1152,12 +1155,22 @@ class FamilyEnv:
     def __post_init__(self) -> None:
         if self.path is None and self.name is None:
             raise FamilyError("a family env needs a name (built-in) or a path (any file)")
-        path = Path(self.path) if self.path is not None else family_path(str(self.name))
-        if self.path is None and not path.exists():
-            known = sorted(p.stem for p in FAMILIES_DIR.glob("*.yaml"))
-            raise FamilyError(f"no built-in family {self.name!r} (known: {known})")
-        self.decl = load_declaration(path)
-        self.name = self.decl.name
+        if self.path is None:
+            path = family_path(str(self.name))
+            if not path.exists():
+                known = sorted(p.stem for p in FAMILIES_DIR.glob("*.yaml"))
+                raise FamilyError(f"no built-in family {self.name!r} (known: {known})")
+        else:
+            path = Path(self.path).expanduser()
+            if not path.is_absolute() and not path.exists() and (FAMILIES_DIR / path).exists():
+                path = FAMILIES_DIR / path
+        decl = load_declaration(path)
+        if self.name is not None and self.name != decl.name:
+            if not _IDENT.match(self.name):
+                raise FamilyError(f"{path}: env name {self.name!r}: expected an identifier")
+            decl = decl.model_copy(update={"name": self.name})
+        self.decl = decl
+        self.name = decl.name
 
     # -- faults: the config's rules mapped onto the tools that declare each kind --
 

@@ -183,17 +183,48 @@ def test_an_unreachable_task_is_reported_after_the_missing_page_is_seen() -> Non
     assert record.failure_mode == "correctly_reported_unreachable", record.detail
 
 
-def test_the_readme_example_is_a_working_family(tmp_path: Path) -> None:
+def test_the_readme_example_is_a_working_family() -> None:
     text = (FAMILIES_DIR.parent / "README.md").read_text()
     block = re.findall(r"```yaml\n(.*?)```", text, re.S)[0]
-    path = tmp_path / "stock_check.yaml"
-    path.write_text(block)
-    env = FamilyEnv(path=str(path))
+    example = FAMILIES_DIR / "examples" / "stock_check.yaml"
+    assert block in example.read_text()  # the shipped example is the README's, verbatim
+    env = FamilyEnv(path=str(example))
     assert env.name == "stock_check"
     task = env.generate(1, seed=0, complexity="medium")[0]
     for planner in ALL_PLANNERS:
         record, _ = episode(planner, task, env=env)  # type: ignore[arg-type]
         assert record.success, (planner, record.failure_mode, record.detail)
+
+
+def test_env_file_names_the_env_file_unless_renamed() -> None:
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(CONFIGS / "env" / "file.yaml")
+    env = instantiate(cfg)
+    assert env.name == "file"
+    assert env.generate(1, seed=0, complexity="simple")[0].env == "file"
+    renamed = FamilyEnv(name="my_shop", path=str(FAMILIES_DIR / "web_nav.yaml"))
+    assert renamed.generate(1, seed=0, complexity="simple")[0].task_id.startswith("my_shop-")
+    with pytest.raises(FamilyError, match="expected an identifier"):
+        FamilyEnv(name="my shop", path=str(FAMILIES_DIR / "web_nav.yaml"))
+
+
+@pytest.mark.slow
+def test_heavy_faults_give_no_harness_error_and_many_failure_modes() -> None:
+    heavy = FaultConfig.model_validate(yaml.safe_load((CONFIGS / "faults/heavy.yaml").read_text()))
+    modes: set[str] = set()
+    for family in FAMILIES:
+        env = FamilyEnv(name=family)
+        for complexity in COMPLEXITIES:
+            for task in env.generate(
+                2, seed=0, complexity=complexity, unreachable_rate=heavy.unreachable_rate
+            ):
+                for planner in ALL_PLANNERS:
+                    record, _ = episode(planner, task, env=env, skill="strong", rules=heavy.rules)  # type: ignore[arg-type]
+                    assert record.failure_mode != "harness_error", record.detail
+                    modes.add(record.failure_mode)
+    assert len(modes - {"none"}) >= 6, modes
 
 
 # ----------------------------------------------------------------------------- malformed files
@@ -290,7 +321,7 @@ def test_a_family_copied_to_a_tmp_dir_runs_with_every_planner_through_the_cli(
 ) -> None:
     """No Python change: a YAML file named on the command line is an env."""
     raw = (FAMILIES_DIR / "pipeline.yaml").read_text().replace("name: pipeline", "name: my_etl")
-    path = tmp_path / "families" / "my_etl.yaml"
+    path = tmp_path / "families" / "my_etl.yaml"  # a copy, outside the repository
     path.parent.mkdir()
     path.write_text(raw)
     out = tmp_path / "run"
@@ -310,7 +341,7 @@ def test_a_family_copied_to_a_tmp_dir_runs_with_every_planner_through_the_cli(
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert {r["planner"] for r in records} == set(ALL_PLANNERS)
-    assert {r["env"] for r in records} == {"my_etl"}
+    assert {r["env"] for r in records} == {"file"}  # the env=file option names the env
     assert all(r["success"] for r in records), [r for r in records if not r["success"]]
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # resumes
     assert again.returncode == 0, again.stderr
