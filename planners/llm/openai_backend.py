@@ -337,6 +337,9 @@ class OpenAIBackend:
                 queue_s = entry.pop("queue_s")
                 entry = self._store(path, entry)
                 future.set_result(entry)
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
             except BaseException as exc:
                 future.set_exception(exc)
                 future.exception()  # retrieved: no "never retrieved" warning if none waits
