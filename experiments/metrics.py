@@ -905,24 +905,51 @@ def paired_difference(
     with ``d_t > 0`` / ``< 0`` and ``p_value`` is :func:`sign_test_p` of those (McNemar's exact
     test when trials = 1).
     """
-    on = pair_keys(with_swept_columns(df)) if on is None else list(on)
-    _require(df, ("planner", "success", *on))
     df = with_swept_columns(df)
-    sides: list[pd.DataFrame] = []
-    for planner in (planner_a, planner_b):
-        episode_keys = [*on, *(["trial"] if "trial" in df.columns and "trial" not in on else [])]
-        dup = df.loc[df["planner"] == planner, episode_keys].duplicated()
-        if dup.any():
-            raise ValueError(
-                f"planner {planner!r} has {int(dup.sum())} duplicate episodes for {episode_keys}"
-            )
-        part = df.loc[df["planner"] == planner, on].copy()
-        part["_success"] = _success_bool(df.loc[df["planner"] == planner, "success"])
-        sides.append(part.groupby(on, sort=False, dropna=False)["_success"].mean().reset_index())
-    merged = sides[0].merge(sides[1], on=on, how="inner", suffixes=("_a", "_b"))
-    merged = sort_cells(merged, on)
-    a = merged["_success_a"].to_numpy(dtype=np.float64)
-    b = merged["_success_b"].to_numpy(dtype=np.float64)
+    on = pair_keys(df) if on is None else list(on)
+    _require(df, ("planner", "success", *on))
+    part = df[df["planner"].isin([planner_a, planner_b])]
+    rates = _task_rates(part, on)
+    return _paired_stats(
+        rates, planner_a, planner_b, seed=seed, n_boot=n_boot, confidence=confidence
+    )
+
+
+def _task_rates(df: pd.DataFrame, on: Sequence[str]) -> pd.DataFrame:
+    """Per-task success rate of each planner: rows = tasks (``on``, sorted), columns = planners.
+
+    Raises if a planner has two episodes of one task and trial (the pairing would be
+    ambiguous, e.g. a run merged twice)."""
+    on = list(on)
+    episode_keys = [*on, *(["trial"] if "trial" in df.columns and "trial" not in on else [])]
+    dup = df.duplicated([*episode_keys, "planner"])
+    if dup.any():
+        planners = sorted(map(str, set(df.loc[dup, "planner"])))
+        raise ValueError(
+            f"planner(s) {planners} have {int(dup.sum())} duplicate episodes for {episode_keys}"
+        )
+    work = df[[*on, "planner"]].copy()
+    work["_s"] = _success_bool(df["success"]).astype(np.float64)
+    grouped = work.groupby([*on, "planner"], sort=True, dropna=False, observed=True)["_s"]
+    return grouped.mean().unstack("planner")
+
+
+def _paired_stats(
+    rates: pd.DataFrame,
+    planner_a: str,
+    planner_b: str,
+    *,
+    seed: int,
+    n_boot: int,
+    confidence: float,
+) -> dict[str, Any]:
+    """:func:`paired_difference`'s numbers from per-task rates (tasks both planners ran)."""
+    if planner_a in rates.columns and planner_b in rates.columns:
+        both = rates[[planner_a, planner_b]].dropna()
+        a = both[planner_a].to_numpy(dtype=np.float64)
+        b = both[planner_b].to_numpy(dtype=np.float64)
+    else:
+        a = b = np.empty(0)
     diff = a - b
     n_pairs = int(diff.size)
     if n_pairs:
@@ -970,12 +997,22 @@ def pairwise_comparisons(
     planners = _planner_order(df, planner_order)
     planners = [p for p in planners if p in set(df["planner"])]
     groups = ["env", "complexity", *(k for k in swept_keys(df) if k != "seed")]
+    on = pair_keys(df)
+    _require(df, ("planner", "success", *on))
     rows: list[dict[str, Any]] = []
     for key, sub in _groups(df, groups):
-        present = [p for p in planners if p in set(sub["planner"])]
+        rates = _task_rates(sub, on)
+        present = [p for p in planners if p in rates.columns]
         for i, a in enumerate(present):
             for b in present[i + 1 :]:
-                d = paired_difference(sub, a, b, seed=derive_seed(seed, *key, a, b), n_boot=n_boot)
+                d = _paired_stats(
+                    rates,
+                    a,
+                    b,
+                    seed=derive_seed(seed, *key, a, b),
+                    n_boot=n_boot,
+                    confidence=0.95,
+                )
                 if d["n_pairs"] == 0:
                     continue
                 rows.append({**dict(zip(groups, key, strict=True)), **d})
