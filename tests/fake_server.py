@@ -122,6 +122,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.rejected = 0
         self.delay_s = 0.0  # every reply waits this long (timeouts)
         self.json_mode = True  # False: a request with response_format is refused (HTTP 400)
+        self.fail_next = 0  # the next this many requests get HTTP 503 (transient)
 
     @property
     def url(self) -> str:
@@ -187,6 +188,14 @@ class FakeHandler(BaseHTTPRequestHandler):
             n = len(self.server.bodies)
         if error:
             self._send(400, {"error": {"message": error, "type": "invalid_request_error"}})
+            return
+        with self.server.lock:
+            fail, self.server.fail_next = (
+                self.server.fail_next > 0,
+                max(0, self.server.fail_next - 1),
+            )
+        if fail:
+            self._send(503, {"error": {"message": "overloaded", "type": "server_error"}})
             return
         if body.get("response_format") and not self.server.json_mode:
             message = "response_format is not supported by this server"

@@ -424,6 +424,25 @@ def test_a_prompt_beyond_the_models_context_is_a_budget_stop_not_a_harness_error
         generate(backend, [{"role": "user", "content": f"long history {OVERFLOW_MARKER}"}])
 
 
+def test_sdk_retries_are_configurable_and_visible_in_the_trace(server: FakeOpenAI) -> None:
+    import openai
+
+    server.fail_next = 1
+    strict = OpenAIBackend("fake", base_url=server.url, max_retries=0)
+    with pytest.raises(openai.InternalServerError):
+        generate(strict, [{"role": "user", "content": "hello"}])
+    server.fail_next = 1
+    trace: list[dict[str, Any]] = []
+    llm = EpisodeLLM(OpenAIBackend("fake", base_url=server.url, max_retries=1), MODELS, trace=trace)
+
+    async def go() -> str:
+        with clock.use_clock(clock.SimClock()):
+            return await llm.complete([{"role": "user", "content": "again"}], role="planner")
+
+    assert asyncio.run(go()) == "echo: again"
+    assert trace[0]["retries"] == 1 and llm.usage.requests == 1
+
+
 def test_key_comes_from_the_named_env_var_and_is_the_bearer_token(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -273,11 +273,11 @@ class OpenAIBackend:
         async with self._shared.semaphore:
             queue_s = time.perf_counter() - t_queue
             start = time.perf_counter()
-            create = self._get_client().chat.completions.create(
+            create = self._get_client().chat.completions.with_raw_response.create(
                 model=self.model, messages=messages, **params
             )
             try:  # the whole call, SDK retries included, within timeout_s
-                response = await asyncio.wait_for(create, self.timeout_s)
+                raw = await asyncio.wait_for(create, self.timeout_s)
             except TimeoutError:  # the SDK's own timeout error, so it is classified alike
                 raise openai.APITimeoutError(request=None) from None  # type: ignore[arg-type]
             except openai.BadRequestError as exc:
@@ -286,6 +286,7 @@ class OpenAIBackend:
                     raise BudgetExhausted(f"prompt exceeds the model's context: {exc}") from None
                 raise
             wall = time.perf_counter() - start
+        response = raw.parse()
         choice = response.choices[0]
         usage = response.usage
         text = choice.message.content or ""
@@ -296,6 +297,7 @@ class OpenAIBackend:
         return {
             "text": text,
             "tool_calls": len(calls),
+            "retries": int(getattr(raw, "retries_taken", 0) or 0),  # the SDK's, in this call
             "finish_reason": choice.finish_reason,
             "prompt_tokens": getattr(usage, "prompt_tokens", None),
             "completion_tokens": getattr(usage, "completion_tokens", None),
@@ -353,6 +355,8 @@ class OpenAIBackend:
         log: dict[str, Any] = {"served_model": served} if served != self.model else {}
         if entry.get("tool_calls"):
             log["tool_calls"] = entry["tool_calls"]
+        if entry.get("retries") and not cached:
+            log["retries"] = entry["retries"]  # HTTP attempts beyond the first (SDK retries)
         if self.write_text:
             log["prompt"] = sent
             log["completion"] = entry["text"]
