@@ -477,6 +477,7 @@ def cli(run_dir: Path, cache: Path, url: str, secret: str, *extra: str) -> None:
         "llm=openai",
         f"llm.base_url={url}",
         "llm.model=fake",
+        "env=report",
         "complexity=simple",
         "n_tasks=2",
         "faults=none",
