@@ -1,11 +1,14 @@
 """Throughput and memory benchmark: ``python -m experiments.benchmark``.
 
-Two measurements, printed as Markdown tables:
+Printed as Markdown tables:
 
-1. per planner and complexity, in-process: episodes/s of the simulator + planner + grader
-   (default faults, strong skill), so a slow planner is visible on its own;
-2. the whole ``planarena`` command at growing ``n_tasks`` (each in a fresh process): wall time,
-   episodes/s and the child's peak resident memory, to show how both grow with the work.
+1. the default ``planarena`` job (``--sizes``, default 20 = the default run), each in a fresh
+   process: wall time, episodes/s, CPU seconds and the child's peak resident memory;
+2. ``planarena planner=react complexity=simple n_tasks=N`` for N in ``--react-sizes`` (default
+   1k, 10k, 100k episodes): end-to-end episodes/s and peak memory, to show whether memory stays
+   flat in the number of episodes;
+3. with ``--n N``, per planner and complexity, in-process: episodes/s of the simulator +
+   planner + grader (default faults, strong skill), so a slow planner is visible on its own.
 
 Wall-clock numbers depend on the machine; run it on the machine you report.
 """
@@ -70,35 +73,48 @@ def per_planner(n: int, seed: int) -> list[dict[str, object]]:
     return rows
 
 
+def command(*overrides: str) -> dict[str, float]:
+    """One ``planarena`` job in a fresh process: wall seconds, episodes written, the child's
+    peak resident memory (``ru_maxrss`` from ``wait4``, so no extra dependency) and its exit
+    status."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.runner",
+            f"hydra.run.dir={tmp}",
+            "progress=false",
+            *overrides,
+        ]
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: harness errors (recorded)
+            raise RuntimeError(f"planarena {' '.join(overrides)} failed with status {status}")
+        with (Path(tmp) / "episodes.jsonl").open("rb") as fh:
+            episodes = sum(1 for _ in fh)
+    return {
+        "episodes": episodes,
+        "wall_s": round(wall, 2),
+        "episodes_per_s": round(episodes / wall, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
+
+
 def whole_command(sizes: list[int]) -> list[dict[str, object]]:
-    rows = []
-    for n in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [
-                sys.executable,
-                "-m",
-                "experiments.runner",
-                f"n_tasks={n}",
-                f"hydra.run.dir={tmp}",
-                "progress=false",
-            ]
-            start = time.perf_counter()
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - start
-            if status != 0:
-                raise RuntimeError(f"planarena n_tasks={n} failed with status {status}")
-            episodes = len((Path(tmp) / "episodes.jsonl").read_text().splitlines())
-        rows.append(
-            {
-                "n_tasks": n,
-                "episodes": episodes,
-                "wall_s": round(wall, 2),
-                "episodes_per_s": round(episodes / wall, 1),
-                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            }
-        )
-    return rows
+    """The default job (every planner, three complexities) at growing ``n_tasks``."""
+    return [{"n_tasks": n, **command(f"n_tasks={n}")} for n in sizes]
+
+
+def react_scaling(sizes: list[int]) -> list[dict[str, object]]:
+    """``planarena planner=react complexity=simple n_tasks=N``: end-to-end episodes/s and peak
+    memory at growing N (one process per size)."""
+    return [
+        {"n_tasks": n, **command("planner=react", "complexity=simple", f"n_tasks={n}")}
+        for n in sizes
+    ]
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
@@ -110,21 +126,34 @@ def markdown(rows: list[dict[str, object]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=20, help="episodes per planner x complexity")
+    parser.add_argument(
+        "--n", type=int, default=0, help="in-process episodes per planner x complexity (0: skip)"
+    )
     parser.add_argument(
         "--sizes",
         type=int,
         nargs="*",
-        default=[5, 20, 80],
-        help="n_tasks values for the whole-command runs",
+        default=[20],
+        help="n_tasks values for the default job (20 is the default run)",
+    )
+    parser.add_argument(
+        "--react-sizes",
+        type=int,
+        nargs="*",
+        default=[1000, 10000, 100000],
+        help="n_tasks values for planner=react complexity=simple",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"## In-process throughput ({args.n} episodes per cell, faults=default, strong)\n")
-    print(markdown(per_planner(args.n, args.seed)))
+    if args.n:
+        print(f"## In-process throughput ({args.n} episodes per cell, faults=default, strong)\n")
+        print(markdown(per_planner(args.n, args.seed)))
     if args.sizes:
-        print("\n## The whole `planarena` command (8 planners x 3 complexities x n_tasks)\n")
+        print("\n## The default `planarena` job (every planner x 3 complexities x n_tasks)\n")
         print(markdown(whole_command(args.sizes)))
+    if args.react_sizes:
+        print("\n## `planarena planner=react complexity=simple n_tasks=N`, end to end\n")
+        print(markdown(react_scaling(args.react_sizes)))
 
 
 if __name__ == "__main__":

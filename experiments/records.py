@@ -67,8 +67,8 @@ def _warn(message: str) -> None:
     print(f"WARNING: {message}", file=sys.stderr)
 
 
-def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """The JSON objects of a ``.jsonl`` file, one per line.
+def iter_jsonl(path: str | Path, required: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a ``.jsonl`` file, one per line, read line by line.
 
     A torn last line (no newline at the end: a job still writing, or killed mid-write) is
     skipped with a warning; any other unreadable line, or a record lacking a ``required`` key,
@@ -76,26 +76,35 @@ def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str,
     """
     path = Path(path)
     required = tuple(required)
-    data = path.read_bytes()
-    rows: list[dict[str, Any]] = []
-    lines = data.split(b"\n")
-    torn = lines.pop()  # after the last newline: b"" for a complete file
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RecordsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise RecordsError(f"{path}:{number}: not a JSON object")
-        missing = [k for k in required if k not in row]
-        if missing:
-            raise RecordsError(f"{path}:{number}: record lacks the key(s) {missing}")
-        rows.append(row)
-    if torn.strip():
-        _warn(f"{path}:{len(lines) + 1}: skipped a torn last line (a job still writing?)")
-    return rows
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                if raw.strip():
+                    _warn(f"{path}:{number}: skipped a torn last line (a job still writing?)")
+                return
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise RecordsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+            except UnicodeDecodeError:
+                raise RecordsError(f"{path}:{number}: not UTF-8 text") from None
+            if not isinstance(row, dict):
+                raise RecordsError(f"{path}:{number}: not a JSON object")
+            missing = [k for k in required if k not in row]
+            if missing:
+                raise RecordsError(f"{path}:{number}: record lacks the key(s) {missing}")
+            yield row
+
+
+def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """:func:`iter_jsonl` as a list."""
+    return list(iter_jsonl(path, required))
+
+
+CHUNK_ROWS = 20_000
+"""Records parsed into one DataFrame at a time (bounds the parsed dicts held at once)."""
 
 
 def load_records(path: str | Path) -> pd.DataFrame:
@@ -105,7 +114,19 @@ def load_records(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
-    return pd.DataFrame(read_jsonl(path, RECORD_KEYS))
+    frames: list[pd.DataFrame] = []
+    rows: list[dict[str, Any]] = []
+    for row in iter_jsonl(path, RECORD_KEYS):
+        rows.append(row)
+        if len(rows) == CHUNK_ROWS:
+            frames.append(pd.DataFrame(rows))
+            rows = []
+    if rows or not frames:
+        frames.append(pd.DataFrame(rows))
+    if len(frames) == 1:
+        return frames[0]
+    # a column that is all null in one chunk is `object` there: infer once more after concat
+    return pd.concat(frames, ignore_index=True).infer_objects()
 
 
 def load(path_or_glob: str | Path) -> pd.DataFrame:
@@ -272,35 +293,53 @@ class RunLock:
 
 
 def _episode_key(r: Mapping[str, Any]) -> tuple[str, str, int]:
+    """What a trace line and its record share."""
     return (str(r.get("planner")), str(r.get("task_id")), int(r.get("trial", 0)))
 
 
+def record_key(r: Mapping[str, Any]) -> tuple[str, str, str, str, int, int, str]:
+    """An episode's identity in a run dir: what ran, with which seed and configuration."""
+    return (
+        str(r["planner"]),
+        str(r["env"]),
+        str(r["complexity"]),
+        str(r["task_id"]),
+        int(r["seed"]),
+        int(r["trial"]),
+        str(r.get("config_id", "")),
+    )
+
+
 def _complete_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(start offset, end offset, line) of each newline-terminated line."""
+    """(line number, end offset, line) of each newline-terminated line."""
     offset = 0
     with path.open("rb") as fh:
-        for raw in fh:
-            end = offset + len(raw)
+        for number, raw in enumerate(fh, start=1):
+            offset += len(raw)
             if raw.endswith(b"\n"):
-                yield offset, end, raw
-            offset = end
+                yield number, offset, raw
+
+
+def _rewrite_without(path: Path, drop: set[int]) -> None:
+    """A copy of ``path`` without the lines numbered in ``drop`` nor a torn last line, renamed
+    over it atomically (a kill leaves either the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as out:
+        for number, _, raw in _complete_lines(path):
+            if number not in drop:
+                out.write(raw)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
 
 
 @dataclass
 class Repair:
-    """What :func:`repair_run_dir` found and kept."""
+    """What :func:`repair_run_dir` kept: the keys of the recorded episodes (no records are
+    held in memory), and warnings for the user."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    done: set[tuple[str, str, str, str, int, int, str]] = field(default_factory=set)
     messages: list[str] = field(default_factory=list)
-
-
-def _rewrite(path: Path, lines: list[bytes]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as fh:
-        fh.writelines(lines)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repair:
@@ -315,73 +354,71 @@ def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repai
     """
     result = Repair()
     episodes, traces = out_dir / EPISODES, out_dir / TRACES
+    wanted: set[tuple[str, str, int]] = set()
     if episodes.exists():
-        kept: list[bytes] = []
         good_end = 0
-        dropped_errors = 0
-        rewrite = False
-        for number, (_, end, raw) in enumerate(_complete_lines(episodes), start=1):
+        errors: set[int] = set()
+        for number, end, raw in _complete_lines(episodes):
+            if not raw.strip():
+                errors.add(number)
+                continue
             try:
                 row = json.loads(raw)
             except json.JSONDecodeError:
                 row = None
             if not isinstance(row, dict) or any(k not in row for k in RECORD_KEYS):
-                if raw.strip():
-                    raise RecordsError(
-                        f"{episodes}:{number}: not an episode record; move the file aside or "
-                        "run with resume=false"
-                    )
-                rewrite = True
-                continue
+                raise RecordsError(
+                    f"{episodes}:{number}: not an episode record; move the file aside or run "
+                    "with resume=false"
+                )
             good_end = end
             if rerun_harness_errors and row.get("failure_mode") == "harness_error":
-                dropped_errors += 1
-                rewrite = True
+                errors.add(number)
                 continue
-            kept.append(raw)
-            result.records.append(row)
+            result.done.add(record_key(row))
+            wanted.add(_episode_key(row))
         size = episodes.stat().st_size
-        if rewrite:
-            _rewrite(episodes, kept)
+        if errors:
+            _rewrite_without(episodes, errors)
         elif size > good_end:
             os.truncate(episodes, good_end)
         if size > good_end:
             result.messages.append(
                 f"{episodes}: dropped a torn last line ({size - good_end} bytes)"
             )
-        if dropped_errors:
+        if errors:
             result.messages.append(
-                f"{episodes}: {dropped_errors} harness_error episode(s) will run again"
+                f"{episodes}: {len(errors)} harness_error episode(s) will run again"
             )
     if traces.exists():
-        wanted = {_episode_key(r) for r in result.records}
         seen: set[tuple[str, str, int]] = set()
-        kept_traces: list[bytes] = []
-        prefix_end = 0  # end of the longest prefix of lines that are all kept
-        prefix_intact = True
-        dropped = 0
-        for _, end, raw in _complete_lines(traces):
+        dropped: set[int] = set()
+        prefix_end = 0  # end of the longest run of kept lines from the start
+        kept_after_drop = False
+        last_end = 0
+        for number, end, raw in _complete_lines(traces):
+            last_end = end
             try:
                 doc = json.loads(raw)
                 key = _episode_key(doc) if isinstance(doc, dict) else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, ValueError, TypeError):
                 key = None
             if key is not None and key in wanted and key not in seen:
                 seen.add(key)
-                kept_traces.append(raw)
-                if prefix_intact:
+                if dropped:
+                    kept_after_drop = True
+                else:
                     prefix_end = end
             else:
-                dropped += 1
-                prefix_intact = False
+                dropped.add(number)
         size = traces.stat().st_size
-        if not prefix_intact:
-            _rewrite(traces, kept_traces)
-        elif size > prefix_end:
+        if kept_after_drop:
+            _rewrite_without(traces, dropped)
+        elif size > prefix_end:  # only the tail goes (the usual case after a kill)
             os.truncate(traces, prefix_end)
         if dropped or size > prefix_end:
             result.messages.append(
-                f"{traces}: dropped {dropped} trace line(s) without a recorded episode"
-                + (" and a torn last line" if prefix_intact and size > prefix_end else "")
+                f"{traces}: dropped {len(dropped)} trace line(s) without a recorded episode"
+                + (" and a torn last line" if size > last_end else "")
             )
     return result

@@ -153,18 +153,6 @@ class Job:
         )
 
 
-def record_key(r: dict[str, Any]) -> tuple[str, str, str, str, int, int, str]:
-    return (
-        str(r["planner"]),
-        str(r["env"]),
-        str(r["complexity"]),
-        str(r["task_id"]),
-        int(r["seed"]),
-        int(r["trial"]),
-        str(r.get("config_id", "")),
-    )
-
-
 def as_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple, ListConfig)):
         return list(value)
@@ -433,7 +421,7 @@ def run(
             repaired = repair_run_dir(out_dir)
             for message in repaired.messages:
                 print(f"WARNING: {message}", file=sys.stderr)
-            done = {record_key(r) for r in repaired.records}
+            done = repaired.done
         seed = int(cfg.seed)
         todo = [j for j in prepared.jobs if j.key(seed, config_id) not in done]
         asyncio.run(
