@@ -39,7 +39,7 @@ def test_summary_numbers_equal_a_readers_recomputation(run_dir: Path) -> None:
     raw = pd.read_json(run_dir / "episodes.jsonl", lines=True)
     summary = pd.read_csv(run_dir / "summary.csv", engine="python")  # Python float(): exact
     keys = ["planner", "env", "complexity"]
-    assert len(summary) == raw.groupby(keys).ngroups == 4 * 2
+    assert len(summary) == raw.groupby(keys).ngroups  # one row per cell, nothing pooled
     for (planner, env, complexity), cell in raw.groupby(keys):
         row = summary[
             (summary["planner"] == planner)

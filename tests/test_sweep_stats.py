@@ -20,6 +20,7 @@ def test_multi_seed_sweep_has_one_summary_with_seed_rows(tmp_path: Path) -> None
         "-m",
         "planner=react,plan_execute",
         "seed=0,1",
+        "env=report",
         "n_tasks=2",
         "complexity=simple",
         "write_traces=false",
