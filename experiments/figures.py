@@ -397,11 +397,18 @@ def completion_figure(
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
         planners = _ordered_planners(df, planner_order)
-        colors, markers, _ = _styles(planners)
+        colors, markers, styles = _styles(planners)
         envs = _envs(df)
         width = width or _width(len(envs), len(planners))
-        fig = new_figure(width, 2.2 + _legend_height(width, planners))
-        axes = fig.subplots(1, len(envs), sharey=True, squeeze=False)[0]
+        # at most 3 panels a row at double width (2 at single), so tick labels never collide
+        ncols = min(len(envs), 3 if width > SINGLE_COLUMN_IN else 2)
+        nrows = math.ceil(len(envs) / ncols)
+        fig = new_figure(width, 1.9 * nrows + 0.3 + _legend_height(width, planners))
+        grid = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
+        axes = list(grid.ravel())
+        for spare in axes[len(envs) :]:
+            spare.set_axis_off()
+        axes = axes[: len(envs)]
         dodge = 0.5 / max(len(planners), 1)
         for ax, env in zip(axes, envs, strict=True):
             cells = summary[summary["env"] == env]
@@ -426,18 +433,23 @@ def completion_figure(
                     yerr=yerr,
                     color=colors[planner],
                     marker=markers[planner],
+                    ls=styles[planner],
                     markersize=4,
                     capsize=2,
                     elinewidth=0.8,
                     lw=0.8,
                     label=planner,
                 )
-            ax.set_xticks(range(len(levels)), levels)
+            if width / ncols < 1.9:  # narrow panels: slanted labels so they never touch
+                ax.set_xticks(range(len(levels)), levels, rotation=25, ha="right")
+            else:
+                ax.set_xticks(range(len(levels)), levels)
             ax.set_xlim(-0.5, len(levels) - 0.5)
             ax.set_ylim(-0.03, 1.03)
-            ax.set_xlabel("task complexity")
             _panel_title(ax, env, len(envs))
-        axes[0].set_ylabel("completion rate (95% CI)")
+        for row in grid:
+            row[0].set_ylabel("completion rate (95% CI)")
+        fig.supxlabel("task complexity", fontsize=RC["axes.labelsize"])
         _top_legend(fig, _planner_handles(planners))
     return fig
 
