@@ -286,16 +286,7 @@ class SimLLM:
         skill: SkillProfile, mistakes: dict[str, str], available: Sequence[str], x: float
     ) -> str | None:
         pool = [(k, getattr(skill, w)) for k, w in mistakes.items() if k in available]
-        pool = [(k, w) for k, w in pool if w > 0]
-        total = sum(w for _, w in pool)
-        if not pool:
-            return None
-        x *= total
-        for kind, w in pool:
-            x -= w
-            if x < 0:
-                return kind
-        return pool[-1][0]
+        return pick(pool, x)
 
     def guess(self, value: Any) -> Any:
         """A made-up value standing where a not-yet-known result should be."""
@@ -325,6 +316,21 @@ class SimLLM:
                 trap_cores=[_core(t) if t else None for t in traps],
             )
         return self._initial
+
+
+def pick(weighted: Sequence[tuple[str, float]], x: float) -> str | None:
+    """The option a uniform draw ``x`` in [0, 1) lands on, in proportion to the weights
+    (None when no weight is positive)."""
+    pool = [(k, w) for k, w in weighted if w > 0]
+    total = sum(w for _, w in pool)
+    if not pool:
+        return None
+    x *= total
+    for kind, w in pool:
+        x -= w
+        if x < 0:
+            return kind
+    return pool[-1][0]
 
 
 def render_step(g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
@@ -381,15 +387,7 @@ class _Decider:
         return self._draw(others) or belief.top
 
     def _draw(self, weighted: Sequence[tuple[str, float]]) -> str | None:
-        total = sum(v for _, v in weighted)
-        if not weighted or total <= 0:
-            return None
-        x = self.rng.random() * total
-        for kind, v in weighted:
-            x -= v
-            if x < 0:
-                return kind
-        return weighted[-1][0]
+        return pick(weighted, self.rng.random())
 
     def _score(self, value: float) -> float:
         noise = self.skill.judge_noise(self.tokens)
