@@ -4,9 +4,9 @@ Printed as Markdown tables:
 
 1. the default ``planarena`` job (``--sizes``, default 20 = the default run), each in a fresh
    process: wall time, episodes/s, CPU seconds and the child's peak resident memory;
-2. ``planarena planner=react complexity=simple n_tasks=N`` for N in ``--react-sizes`` (default
-   1k, 10k, 100k episodes): end-to-end episodes/s and peak memory, to show whether memory stays
-   flat in the number of episodes;
+2. ``planarena planner=react env=report complexity=simple n_tasks=N`` for N in
+   ``--react-sizes`` (default 1k, 10k, 100k episodes): end-to-end episodes/s and peak memory,
+   to show whether memory stays flat in the number of episodes;
 3. with ``--n N``, per planner and complexity, in-process: episodes/s of the simulator +
    planner + grader (default faults, strong skill), so a slow planner is visible on its own.
 
@@ -109,10 +109,13 @@ def whole_command(sizes: list[int]) -> list[dict[str, object]]:
 
 
 def react_scaling(sizes: list[int]) -> list[dict[str, object]]:
-    """``planarena planner=react complexity=simple n_tasks=N``: end-to-end episodes/s and peak
-    memory at growing N (one process per size)."""
+    """``planarena planner=react env=report complexity=simple n_tasks=N``: end-to-end
+    episodes/s and peak memory at growing N (one process per size; one env, so N episodes)."""
     return [
-        {"n_tasks": n, **command("planner=react", "complexity=simple", f"n_tasks={n}")}
+        {
+            "n_tasks": n,
+            **command("planner=react", "env=report", "complexity=simple", f"n_tasks={n}"),
+        }
         for n in sizes
     ]
 
@@ -152,7 +155,7 @@ def main() -> None:
         print("\n## The default `planarena` job (every planner x 3 complexities x n_tasks)\n")
         print(markdown(whole_command(args.sizes)))
     if args.react_sizes:
-        print("\n## `planarena planner=react complexity=simple n_tasks=N`, end to end\n")
+        print("\n## `planarena planner=react env=report complexity=simple n_tasks=N`\n")
         print(markdown(react_scaling(args.react_sizes)))
 
 
