@@ -223,7 +223,7 @@ def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) ->
     config_id = fingerprint(config)
     run_file = out_dir / RUN_FILE
     has_records = (out_dir / EPISODES).exists() and (out_dir / EPISODES).stat().st_size > 0
-    if resume and run_file.exists():
+    if resume and run_file.exists() and has_records:  # nothing recorded: nothing to protect
         old = json.loads(run_file.read_text())
         if old.get("config_id") != config_id:
             diff = differences(old.get("config", {}), ident)
@@ -245,7 +245,7 @@ def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) ->
         for name in (EPISODES, TRACES, RUN_FILE, STATUS_FILE):
             if (out_dir / name).exists():
                 os.replace(out_dir / name, out_dir / f"{name}.replaced")
-    if not run_file.exists() or not resume:
+    if not resume or not has_records or not run_file.exists():
         write_json_atomic(run_file, {"config_id": config_id, "config": ident})
     return config_id
 

@@ -560,8 +560,8 @@ def app(cfg: DictConfig) -> None:
         print(message, file=sys.stderr)
     if code != 2 or in_sweep:  # a refused job leaves another job's dir untouched
         write_status(out_dir, code, message, list(hc.overrides.task))
-    if code and not in_sweep:  # in a sweep the other jobs go on; the aggregate reports it
-        sys.exit(code)
+    if code == 130 or (code and not in_sweep):  # in a sweep the other jobs go on (the
+        sys.exit(code)  # aggregate names this one), unless the user stopped the sweep
 
 
 def main() -> None:

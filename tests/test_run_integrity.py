@@ -32,7 +32,13 @@ from planners.llm.base import EpisodeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
-SMALL = ["planner=[react,plan_execute]", "n_tasks=3", "complexity=simple", "progress=false"]
+SMALL = [
+    "env=report",  # the default runs every family; these tests count report episodes
+    "planner=[react,plan_execute]",
+    "n_tasks=3",
+    "complexity=simple",
+    "progress=false",
+]
 
 
 def cfg_of(*overrides: str, **extra: object) -> DictConfig:
@@ -443,3 +449,13 @@ def test_records_load_the_same_in_chunks(reference: Path, monkeypatch: pytest.Mo
     whole = records.load_records(reference / "episodes.jsonl")
     monkeypatch.setattr(records, "CHUNK_ROWS", 2)  # bounded memory for large runs
     pd.testing.assert_frame_equal(records.load_records(reference / "episodes.jsonl"), whole)
+
+
+def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
+    from experiments.records import claim_identity
+
+    first = claim_identity(tmp_path, {"seed": 0}, resume=True)
+    (tmp_path / "episodes.jsonl").write_text("")  # killed before its first episode
+    second = claim_identity(tmp_path, {"seed": 1}, resume=True)
+    assert first != second
+    assert json.loads((tmp_path / "run.json").read_text())["config_id"] == second
