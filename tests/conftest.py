@@ -72,6 +72,7 @@ def run_episode_fn():  # noqa: ANN201 - fixture returning the helper
 
 BIN = Path(sys.executable).parent
 SMALL_RUN_ARGS = (
+    "env=report",  # the default runs every family; these tests read the report env's run
     "planner=[react,plan_execute_replan,dfs,mcts]",  # one of each kind, search ones included
     "n_tasks=3",
     "complexity=[simple,medium]",

@@ -50,6 +50,7 @@ def cli(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
         "experiments.runner",
         f"hydra.run.dir={tmp}",
         "progress=false",
+        "env=report",  # the default runs every family; these tests count report episodes
         *overrides,
     ]
     out = subprocess.run(
@@ -120,7 +121,13 @@ def _cfg(tmp: Path, **extra: object):  # noqa: ANN202
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
         cfg = compose(
             config_name="config",
-            overrides=["planner=plan_execute", "n_tasks=4", "complexity=simple", "progress=false"],
+            overrides=[
+                "env=report",  # the default runs every family; these tests count report episodes
+                "planner=plan_execute",
+                "n_tasks=4",
+                "complexity=simple",
+                "progress=false",
+            ],
         )
     with open_dict(cfg):
         for key, value in extra.items():
