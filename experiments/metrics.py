@@ -22,9 +22,11 @@ resampling is the **task** (trials of one task are correlated), identified by
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -1168,3 +1170,78 @@ def robustness(
     if out.empty:
         return out
     return sort_cells(out, groups, planner_order=_planner_order(df, planner_order))
+
+
+def first_recovery_time(tool_calls: Iterable[Mapping[str, Any]]) -> float:
+    """Simulated seconds from the end of an episode's first injected fault to the end of the
+    next successful tool call (any tool); NaN when no fault was injected or nothing succeeded
+    after it. ``tool_calls`` are the trace's ``{t0, t1, ok, injected, ...}`` rows."""
+    calls = [c for c in tool_calls if isinstance(c.get("t1"), int | float)]
+    faults = [float(c["t1"]) for c in calls if c.get("injected") and not c.get("ok")]
+    if not faults:
+        return math.nan
+    first = min(faults)
+    after = [float(c["t1"]) for c in calls if c.get("ok") and float(c["t1"]) > first]
+    return min(after) - first if after else math.nan
+
+
+def read_recovery_times(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
+    """:func:`first_recovery_time` of every episode with an injected fault, from the
+    ``traces.jsonl`` of each run dir (streamed line by line; lines without an injected fault
+    are skipped unparsed). Columns: run_dir, planner, task_id, trial, recovery_time_s."""
+    rows = []
+    for run_dir in run_dirs:
+        path = Path(run_dir) / "traces.jsonl"
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if '"injected": true' not in line and '"injected":true' not in line:
+                    continue
+                try:
+                    doc = json.loads(line)
+                except ValueError:  # a torn last line of a run still being written
+                    continue
+                rows.append(
+                    {
+                        "run_dir": str(run_dir),
+                        "planner": doc.get("planner"),
+                        "task_id": doc.get("task_id"),
+                        "trial": int(doc.get("trial", 0)),
+                        "recovery_time_s": first_recovery_time(doc.get("tool_calls") or []),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["run_dir", "planner", "task_id", "trial", "recovery_time_s"])
+
+
+def time_to_recover(
+    df: pd.DataFrame, times: pd.DataFrame, *, planner_order: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Per cell: episodes with an injected fault in their trace (``n_faulted``), how many had
+    a successful tool call after the first fault (``n_resumed``), and the median and P90
+    (type 7) of the simulated seconds from that fault to the next successful call. Conditional
+    on a fault being injected (which depends on the planner's own calls). Empty without data."""
+    need = ["run_dir", "planner", "task_id", "trial"]
+    if times.empty or any(c not in df.columns for c in need):
+        return pd.DataFrame()
+    df = with_swept_columns(df)
+    keys = cell_keys(df)
+    left = df[[*dict.fromkeys([*keys, *need])]].copy()
+    left["trial"] = left["trial"].astype(int)
+    merged = left.merge(times, on=need, how="inner")
+    if merged.empty:
+        return pd.DataFrame()
+    rows = []
+    for key, sub in _groups(merged, keys):
+        values = sub["recovery_time_s"].to_numpy(dtype=np.float64)
+        resumed = values[np.isfinite(values)]
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "n_faulted": int(values.size),
+                "n_resumed": int(resumed.size),
+                "recover_s_p50": percentile(resumed, 50),
+                "recover_s_p90": percentile(resumed, 90),
+            }
+        )
+    return sort_cells(pd.DataFrame(rows), keys, planner_order=_planner_order(df, planner_order))

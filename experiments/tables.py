@@ -22,12 +22,14 @@ from experiments.metrics import (
     pairwise_comparisons,
     pass_at_k,
     pass_hat_k,
+    read_recovery_times,
     recovery_by_fault,
     robustness,
     seed_spread,
     sort_cells,
     summarize,
     swept_keys,
+    time_to_recover,
     with_swept_columns,
 )
 
@@ -403,6 +405,20 @@ def recovery_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame:
     return wide
 
 
+def recovery_time_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Simulated seconds from the first injected fault to the next successful tool call
+    (median, P90) per cell, read from the runs' ``traces.jsonl`` (empty without traces)."""
+    if "run_dir" not in df.columns:
+        return pd.DataFrame()
+    times = time_to_recover(df, read_recovery_times(pd.unique(df["run_dir"])))
+    if times.empty:
+        return times
+    out = times.drop(columns=["recover_s_p50", "recover_s_p90"])
+    out["median s"] = [_num(v, 2) for v in times["recover_s_p50"]]
+    out["P90 s"] = [_num(v, 2) for v in times["recover_s_p90"]]
+    return out
+
+
 def robustness_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame:
     """Completion with faults / without on the same tasks, with a task-bootstrap 95% CI."""
     rob = robustness(df, seed=seed, n_boot=n_boot)
@@ -479,6 +495,12 @@ def write_summaries(
     passk = pass_k_table(df)
     recovery = recovery_table(df, seed=seed, n_boot=n_boot)
     robust = robustness_table(df, seed=seed, n_boot=n_boot)
+    # records read straight from a run dir (the runner) have no run_dir: their traces are
+    # in out_dir itself, the same file a report on that run dir reads
+    traced = df
+    if "run_dir" not in df.columns and (out_dir / "traces.jsonl").is_file():
+        traced = df.assign(run_dir=str(out_dir))
+    recover_time = recovery_time_table(traced)
     spread = seed_spread_table(summary)
 
     matrices: list[str] = []
@@ -560,6 +582,14 @@ def write_summaries(
                 "exposed fault.",
                 recovery,
                 "These records have no exposed_faults column.",
+            ),
+            *_optional_section(
+                "Time to recover",
+                "Simulated seconds from the end of an episode's first injected fault to the end "
+                "of its next successful tool call (any tool), over episodes with an injected "
+                "fault (n_faulted; n_resumed had a later success). Conditional on faults the "
+                "planner's own calls met.",
+                recover_time,
             ),
             "## Conditional recovery",
             "",
@@ -650,6 +680,7 @@ __all__ = [
     "paired_table",
     "pass_k_table",
     "recovery_table",
+    "recovery_time_table",
     "robustness_table",
     "success_cost_table",
     "write_summaries",

@@ -6,6 +6,7 @@ Wilson written out below, hand counts, binomial sums, np.repeat for weighted per
 
 from __future__ import annotations
 
+import json
 import math
 import tracemalloc
 from pathlib import Path
@@ -339,3 +340,30 @@ def test_summary_md_has_every_reliability_section(tmp_path: Path) -> None:
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert set(summary["faults"]) == {"none", "default"}  # swept: never pooled
     assert (tmp_path / "comparisons.csv").exists()
+
+
+def test_time_from_first_fault_to_next_success_by_hand(tmp_path: Path) -> None:
+    from experiments.metrics import first_recovery_time, read_recovery_times, time_to_recover
+
+    calls = [
+        {"t0": 0.0, "t1": 1.0, "ok": True, "injected": False},
+        {"t0": 1.0, "t1": 1.5, "ok": False, "injected": True},  # first fault ends at 1.5
+        {"t0": 1.5, "t1": 2.0, "ok": False, "injected": True},
+        {"t0": 2.0, "t1": 4.0, "ok": True, "injected": False},  # next success ends at 4.0
+    ]
+    assert first_recovery_time(calls) == 2.5
+    assert math.isnan(first_recovery_time(calls[:1]))  # no fault
+    assert math.isnan(first_recovery_time(calls[:3]))  # nothing succeeded after it
+    run = tmp_path / "run"
+    run.mkdir()
+    docs = [
+        {"planner": "a", "task_id": "t0", "trial": 0, "tool_calls": calls},
+        {"planner": "a", "task_id": "t1", "trial": 0, "tool_calls": calls[:1]},  # skipped
+        {"planner": "a", "task_id": "t2", "trial": 0, "tool_calls": calls[:3]},
+    ]
+    (run / "traces.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    times = read_recovery_times([run])
+    assert times["task_id"].tolist() == ["t0", "t2"]
+    df = pd.DataFrame([record("a", f"t{i}", True, run_dir=str(run)) for i in range(3)])
+    table = time_to_recover(df, times).iloc[0]
+    assert (table["n_faulted"], table["n_resumed"], table["recover_s_p50"]) == (2, 1, 2.5)
