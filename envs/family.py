@@ -187,6 +187,16 @@ class LayerDecl(_Strict):
             return {"width": value}
         return value
 
+    @model_validator(mode="after")
+    def _ranges(self) -> LayerDecl:
+        for key in ("width", "repeat", "fan_in"):
+            value = getattr(self, key)
+            if isinstance(value, tuple) and not 0 <= value[0] <= value[1]:
+                raise ValueError(f"{key}: expected [low, high] with 0 <= low <= high")
+            if isinstance(value, int) and value < 1:
+                raise ValueError(f"{key}: expected at least 1")
+        return self
+
 
 class SizeDecl(_Strict):
     layers: list[LayerDecl] = Field(min_length=1)
@@ -330,9 +340,11 @@ def load_declaration(path: str | Path) -> FamilyDecl:
     # field) is reported now, naming the key, not in the middle of a run
     for c in COMPLEXITIES:
         try:
-            generate(decl, 1, seed=0, complexity=c, unreachable_rate=0.0)
+            generate(decl, 1, seed=0, complexity=c, unreachable_rate=1.0)
         except _TemplateError as exc:
             raise FamilyError(f"{p}: {exc}") from None
+        except (ValueError, TypeError, KeyError, IndexError) as exc:  # a shape we did not foresee
+            raise FamilyError(f"{p}: sizes.{c}: cannot generate a task: {exc!r}") from None
     return decl
 
 
@@ -400,9 +412,14 @@ def _gen(spec: Any, ctx: Mapping[str, Any], rng: Any, where: str) -> Any:
 
 
 def _pair(value: Any, where: str) -> tuple[Any, Any]:
-    if isinstance(value, (list, tuple)) and len(value) == 2:
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        and value[0] <= value[1]
+    ):
         return value[0], value[1]
-    raise _TemplateError(f"{where}: expected [low, high]")
+    raise _TemplateError(f"{where}: expected [low, high] with low <= high, got {value!r}")
 
 
 @dataclass(frozen=True)

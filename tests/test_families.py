@@ -269,6 +269,16 @@ def _write(tmp_path: Path, name: str, edit: Any) -> Path:
         ),
         (lambda r: r.pop("goal"), "goal", "Field required"),
         (
+            lambda r: r["templates"]["product"]["result"].update(warranty_years={"int": [9, 2]}),
+            "templates.product.result.warranty_years",
+            "low <= high",
+        ),
+        (
+            lambda r: r["sizes"]["medium"]["layers"][1].update(repeat=[6, 4]),
+            "sizes.medium.layers.1",
+            "low <= high",
+        ),
+        (
             lambda r: r["tools"]["open_page"].update(fallback="open_mirror"),
             "tools.open_page.fallback",
             "a declared tool",
