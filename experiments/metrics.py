@@ -387,7 +387,8 @@ def with_swept_columns(df: pd.DataFrame) -> pd.DataFrame:
     """
     if "overrides" not in df.columns:
         return df
-    parsed = {text: parse_overrides(text) for text in pd.unique(df["overrides"])}
+    texts = df["overrides"].fillna("").astype(str)  # a run without .hydra/ has none
+    parsed = {text: parse_overrides(text) for text in pd.unique(texts)}
     keys = sorted(
         k for k in {k for d in parsed.values() for k in d} if override_column(k) not in df.columns
     )
@@ -397,7 +398,7 @@ def with_swept_columns(df: pd.DataFrame) -> pd.DataFrame:
         return df
     out = df.copy()
     for key in varying:
-        out[override_column(key)] = [parsed[text].get(key, "") for text in df["overrides"]]
+        out[override_column(key)] = [parsed[text].get(key, "") for text in texts]
     return out
 
 
@@ -407,7 +408,7 @@ def swept_keys(df: pd.DataFrame) -> list[str]:
     never pooled over them."""
     out = [k for k in CONFIG_KEYS if k in df.columns and df[k].nunique(dropna=False) > 1]
     if "overrides" in df.columns:
-        parsed = [parse_overrides(t) for t in pd.unique(df["overrides"])]
+        parsed = [parse_overrides(t) for t in pd.unique(df["overrides"].fillna(""))]
         keys = sorted({override_column(k) for d in parsed for k in d})
         out += [
             k
@@ -1059,7 +1060,9 @@ def recovery_by_fault(
     """
     if "exposed_faults" not in df.columns:
         return pd.DataFrame()
-    df = with_swept_columns(df)
+    df = with_swept_columns(df[df["exposed_faults"].notna()])  # older records: unknown
+    if df.empty:
+        return pd.DataFrame()
     by = cell_keys(df, ("planner", "env")) if by is None else list(by)
     by = [k for k in by if k != "complexity"]
     tkeys = [k for k in ("seed", "complexity", "task_id") if k in df.columns]

@@ -367,3 +367,13 @@ def test_time_from_first_fault_to_next_success_by_hand(tmp_path: Path) -> None:
     df = pd.DataFrame([record("a", f"t{i}", True, run_dir=str(run)) for i in range(3)])
     table = time_to_recover(df, times).iloc[0]
     assert (table["n_faulted"], table["n_resumed"], table["recover_s_p50"]) == (2, 1, 2.5)
+
+
+def test_runs_without_overrides_or_exposure_merge_cleanly() -> None:
+    df = two_seed_frame()
+    df["overrides"] = ["llm.skill=weak" if i < 4 else math.nan for i in range(len(df))]
+    assert sorted(set(with_swept_columns(df)["llm.skill"])) == ["", "weak"]
+    # records without exposed_faults (older runs) are left out, not counted as unexposed
+    df["exposed_faults"] = [math.nan if i % 2 else "" for i in range(len(df))]
+    rec = recovery_by_fault(df.drop(columns="overrides"))
+    assert rec["n"].sum() == len(df) // 2 and set(rec["fault"]) == {"(none)"}
