@@ -240,6 +240,25 @@ def _latex(table: pd.DataFrame, caption: str, label: str, *, wide: bool = False)
     )
 
 
+def _tex_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "_%&#$" else ch for ch in text)
+
+
+def _latex_per_env(table: pd.DataFrame, caption: str, label: str, *, wide: bool) -> str:
+    """One LaTeX table per env when several envs are present (a page holds one env's rows),
+    else one table; see :func:`_latex`."""
+    if "env" not in table.columns or table["env"].nunique() < 2:
+        return _latex(table, caption, label, wide=wide)
+    parts = []
+    for env in dict.fromkeys(table["env"]):
+        sub = table[table["env"] == env].drop(columns="env").reset_index(drop=True)
+        safe = "".join(ch if ch.isalnum() else "-" for ch in str(env))
+        parts.append(
+            _latex(sub, f"{caption} Env: {_tex_escape(str(env))}.", f"{label}-{safe}", wide=wide)
+        )
+    return "\n".join(parts)
+
+
 def method_text(*, seed: int, n_boot: int, n_episodes: int) -> str:
     """The 'Method' paragraph, so each table states how its numbers were computed."""
     return (
@@ -610,14 +629,14 @@ def write_summaries(
             "% planarena summary tables (generated; needs \\usepackage{booktabs,graphicx}).\n",
             f"% Method: {method}\n",
             "\n",
-            _latex(
+            _latex_per_env(
                 completion,
                 "Completion rate (\\%) with 95\\% intervals and episode counts.",
                 "tab:completion",
                 wide=len(completion.columns) > 3,
             ),
             "\n",
-            _latex(
+            _latex_per_env(
                 cost,
                 "Mean tokens, latency P50/P99 (simulated seconds) with task-bootstrap 95\\% "
                 "intervals, and mean cost per episode, over all episodes.",
@@ -625,7 +644,7 @@ def write_summaries(
                 wide=True,
             ),
             "\n",
-            _latex(
+            _latex_per_env(
                 success_cost,
                 "Cost of success: over completed episodes, per success, and Kaplan-Meier "
                 "median time to success.",

@@ -200,3 +200,4 @@ def test_summary_tex_compiles_in_a_two_column_paper(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "Overfull \\hbox" not in proc.stdout
+    assert "Float too large" not in proc.stdout  # one table per env, so a page holds it
