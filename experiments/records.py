@@ -103,7 +103,7 @@ def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str,
     return list(iter_jsonl(path, required))
 
 
-CHUNK_ROWS = 20_000
+CHUNK_ROWS = 2_000
 """Records parsed into one DataFrame at a time (bounds the parsed dicts held at once)."""
 
 
