@@ -690,6 +690,54 @@ def time_to_success_figure(
     return fig
 
 
+def _failure_bars(
+    ax: Any,
+    dist: pd.DataFrame,
+    modes: Sequence[str],
+    colors: Mapping[str, str],
+    *,
+    prefix: str = "n=",
+    vertical: bool = False,
+) -> None:
+    """One stacked bar per planner (rows of ``dist``), its colour strip and failure count."""
+    x = np.arange(len(dist), dtype=float)
+    bottom = np.zeros(len(dist))
+    for mode in modes:
+        share = dist[mode].fillna(0.0).to_numpy(dtype=float)
+        ax.bar(
+            x,
+            share,
+            bottom=bottom,
+            width=0.7,
+            color=MODE_COLORS.get(mode, "#BBBBBB"),
+            hatch=MODE_HATCHES.get(mode, ""),
+            edgecolor="white",
+            linewidth=0.4,
+            label=mode.replace("_", " "),
+        )
+        bottom += share
+    ax.bar(
+        x,
+        0.035,
+        bottom=-0.05,
+        width=0.7,
+        color=[colors[p] for p in dist["planner"]],
+        clip_on=False,
+    )
+    for xi, n_failed in zip(x, dist["n_failed"].tolist(), strict=True):
+        top = 1.0 if n_failed else 0.0
+        ax.text(xi, top + 0.02, f"{prefix}{n_failed}", ha="center", va="bottom", fontsize=6)
+    if not modes or int(dist["n_failed"].sum()) == 0:
+        ax.text(0.5, 0.5, "no failed episodes", transform=ax.transAxes, ha="center")
+    if vertical:
+        ax.set_xticks(x, list(dist["planner"]), rotation=90, ha="center")
+    else:
+        ax.set_xticks(x, list(dist["planner"]), rotation=35, ha="right")
+    ax.set_xlim(-0.6, len(dist) - 0.4)
+    ax.set_ylim(-0.05, 1.1)
+    ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
+
+
 def failure_modes_figure(
     df: pd.DataFrame,
     *,
@@ -697,7 +745,8 @@ def failure_modes_figure(
     planner_order: Sequence[str] | None = None,
     width: float | None = None,
 ) -> Figure:
-    """(d) Share of failed episodes per failure mode, one stacked bar per planner.
+    """(d) Share of failed episodes per failure mode, one stacked bar per planner, one panel
+    per env (envs are not pooled).
 
     Shares come from :func:`experiments.metrics.failure_distribution` (the same numbers as
     the failure table). Only modes that occur are drawn, each with its fixed colour and hatch;
@@ -709,49 +758,35 @@ def failure_modes_figure(
     with paper_style():
         planners = _ordered_planners(df, planner_order)
         colors = planner_colors(planners)
-        dist = failure_distribution(df, ("planner",), planner_order=planners)
-        dist = sort_cells(dist, ["planner"], planner_order=planners)
-        modes = [m for m in dist.columns[2:] if bool((dist[m].fillna(0.0) > 0).any())]
-        width = width or _width(1, len(planners))
+        envs = _envs(df)
+        dist = failure_distribution(df, ("env", "planner"), planner_order=planners)
+        dist = sort_cells(dist, ["env", "planner"], planner_order=planners)
+        modes = [m for m in dist.columns[3:] if bool((dist[m].fillna(0.0) > 0).any())]
+        width = width or _width(len(envs), len(planners))
         labels = [m.replace("_", " ") for m in modes]
         ncols = _legend_cols(width, labels)
         rows = math.ceil(len(modes) / ncols) if modes else 0
-        fig = new_figure(width, 2.4 + 0.17 * rows)
-        ax = fig.subplots()
-        x = np.arange(len(dist), dtype=float)
-        bottom = np.zeros(len(dist))
-        for mode in modes:
-            share = dist[mode].fillna(0.0).to_numpy(dtype=float)
-            ax.bar(
-                x,
-                share,
-                bottom=bottom,
-                width=0.7,
-                color=MODE_COLORS.get(mode, "#BBBBBB"),
-                hatch=MODE_HATCHES.get(mode, ""),
-                edgecolor="white",
-                linewidth=0.4,
-                label=mode.replace("_", " "),
+        panel_cols = min(len(envs), 3 if width > SINGLE_COLUMN_IN else 2)
+        panel_rows = math.ceil(len(envs) / panel_cols)
+        spacing = width / panel_cols / max(len(planners), 1)  # inches per bar
+        vertical = spacing < 0.22  # planner names upright below narrow panels
+        row_height = 2.3 + (0.8 if vertical else 0.0)
+        fig = new_figure(width, row_height * panel_rows + 0.1 + 0.17 * rows)
+        grid = fig.subplots(panel_rows, panel_cols, sharey=True, squeeze=False)
+        axes = list(grid.ravel())
+        for spare in axes[len(envs) :]:
+            spare.set_axis_off()
+        for ax, env in zip(axes, envs, strict=False):
+            part = dist[dist["env"] == env].reset_index(drop=True)
+            # counts above the bars: "n=12" where there is room, else just "12"
+            _failure_bars(
+                ax, part, modes, colors, prefix="n=" if spacing > 0.32 else "", vertical=vertical
             )
-            bottom += share
-        ax.bar(
-            x,
-            0.035,
-            bottom=-0.05,
-            width=0.7,
-            color=[colors[p] for p in dist["planner"]],
-            clip_on=False,
-        )
-        for xi, n_failed in zip(x, dist["n_failed"].tolist(), strict=True):
-            top = 1.0 if n_failed else 0.0
-            ax.text(xi, top + 0.02, f"n={n_failed}", ha="center", va="bottom", fontsize=7)
-        if not modes:
-            ax.text(0.5, 0.5, "no failed episodes", transform=ax.transAxes, ha="center")
-        ax.set_xticks(x, list(dist["planner"]), rotation=30, ha="right")
-        ax.set_xlim(-0.6, len(dist) - 0.4)
-        ax.set_ylim(-0.05, 1.1)
-        ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
-        ax.set_ylabel("share of failed episodes")
+            _panel_title(ax, env, len(envs))
+        if panel_rows > 1:
+            fig.supylabel("share of failed episodes", fontsize=RC["axes.labelsize"])
+        else:
+            grid[0][0].set_ylabel("share of failed episodes")
         if modes:
             handles = [
                 Patch(

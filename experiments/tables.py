@@ -501,7 +501,8 @@ def write_summaries(
     out_dir.mkdir(parents=True, exist_ok=True)
     df = with_swept_columns(df)
     summary = summarize(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
-    fail_keys = ["planner", *swept_keys(df)]
+    several_envs = "env" in df.columns and df["env"].nunique() > 1
+    fail_keys = [*(["env"] if several_envs else []), "planner", *swept_keys(df)]
     failures = failure_distribution(df, fail_keys, planner_order=planner_order)
     comparisons = pairwise_comparisons(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
 
@@ -652,7 +653,7 @@ def write_summaries(
                 wide=True,
             ),
             "\n",
-            _latex(
+            _latex_per_env(
                 fail,
                 "Failure-mode shares (\\% of failed episodes).",
                 "tab:failure-modes",
