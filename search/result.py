@@ -66,6 +66,8 @@ class SearchResult:
                 "action": _jsonable(n.action),
                 "score": n.score,
                 "visits": n.visits,
+                # mean backed-up reward (MCTS); None where nothing was backed up
+                "value": n.value_sum / n.visits if n.visits else None,
                 "depth": n.depth,
                 "pruned": n.pruned,
                 "terminal": n.terminal,

@@ -425,6 +425,7 @@ def test_tree_records_shape_and_stringified_actions() -> None:
         "action",
         "score",
         "visits",
+        "value",
         "depth",
         "pruned",
         "terminal",
