@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 BIN = Path(sys.executable).parent
-SMALL = ["n_tasks=2", "complexity=simple", "progress=false"]
+SMALL = ["env=report", "n_tasks=2", "complexity=simple", "progress=false"]
 
 
 def sweep(sweep_dir: Path, *overrides: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -26,7 +26,7 @@ def sweep(sweep_dir: Path, *overrides: str, check: bool = True) -> subprocess.Co
 
 def job(name: str) -> str:
     """The job dir of a sweep job: its overrides, sorted, the swept ones included."""
-    return ",".join(sorted(["complexity=simple", "n_tasks=2", *name.split(",")]))
+    return ",".join(sorted(["complexity=simple", "env=report", "n_tasks=2", *name.split(",")]))
 
 
 @pytest.mark.slow  # ~15 s: two jobs and the aggregate, which renders figures

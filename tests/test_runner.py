@@ -51,6 +51,7 @@ def cli(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
         f"hydra.run.dir={tmp}",
         "progress=false",
         "env=report",  # the default runs every family; these tests count report episodes
+        "figures=false",  # ~11 s of CPU per job; tests/test_figures.py covers them
         *overrides,
     ]
     out = subprocess.run(
