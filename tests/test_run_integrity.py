@@ -459,3 +459,26 @@ def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
     second = claim_identity(tmp_path, {"seed": 1}, resume=True)
     assert first != second
     assert json.loads((tmp_path / "run.json").read_text())["config_id"] == second
+
+
+def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) -> None:
+    from experiments.episode import EpisodeRecord
+    from experiments.llm_factory import InfrastructureError
+    from experiments.runner import FailFast
+
+    row = json.loads(lines(reference / "episodes.jsonl")[0])
+    ok = EpisodeRecord(**row)
+    error = EpisodeRecord(**(row | {"failure_mode": "harness_error", "detail": "KeyError: 'x'"}))
+    dead = EpisodeRecord(
+        **(row | {"failure_mode": "harness_error", "detail": "APIConnectionError: refused"})
+    )
+    guard = FailFast(first_n=3)
+    guard.check(ok)
+    guard.check(error)  # after a clean episode, one bug is recorded, not fatal
+    with pytest.raises(InfrastructureError, match="APIConnectionError"):
+        guard.check(dead)  # the endpoint went away mid-run: stop whatever came before
+    guard = FailFast(first_n=3)
+    guard.check(error)
+    guard.check(error)
+    with pytest.raises(HarnessStop, match="first 3 episodes"):
+        guard.check(error)
