@@ -491,7 +491,8 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     """One job from validation to tables; returns (exit status, one-line outcome).
 
     Exit status: 0 done; 1 done with harness errors; 2 a config or run-dir error (nothing
-    ran); 3 stopped by an infrastructure error or a repeated harness error; 130 interrupted.
+    ran); 3 stopped by an infrastructure error or a repeated harness error; 130 interrupted
+    (4: a bug of ours in a sweep job, which :func:`app` records so the sweep goes on).
     """
     lock: RunLock | None = None
     try:
@@ -555,7 +556,15 @@ def app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     in_sweep = hc.mode == RunMode.MULTIRUN
-    code, message = execute(cfg, out_dir, in_sweep=in_sweep)
+    try:
+        code, message = execute(cfg, out_dir, in_sweep=in_sweep)
+    except Exception as exc:
+        if not in_sweep:
+            raise  # a bug of ours: Hydra shows the traceback
+        import traceback
+
+        traceback.print_exc()  # in a sweep: shown, recorded, and the other jobs go on
+        code, message = 4, f"planarena: {type(exc).__name__}: {exc}"
     if message:
         print(message, file=sys.stderr)
     if code != 2 or in_sweep:  # a refused job leaves another job's dir untouched
