@@ -131,14 +131,18 @@ async def run_episode(
     budget: Budget | None = None,
     config_id: str = "",
     concurrent_llm_calls: bool = True,
+    redraw_faults: bool = False,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """Run one episode; any exception that is not an agent-level failure is a harness_error."""
     wall0 = time.perf_counter()
-    seed_keys = (seed, task.env, task.task_id, trial)
+    # The world (faults, latencies) of a task is the same in every trial unless asked to
+    # redraw it: trials then differ only by the model's samples, as when an agent is rerun on
+    # the same environment (pass^k). The LLM's draws always include the trial.
+    world_keys = (seed, task.env, task.task_id, *((trial,) if redraw_faults else ()))
     trace: list[dict[str, Any]] = []
-    episode_tools = env.make_tools(task, rules=rules, seed_keys=seed_keys)
+    episode_tools = env.make_tools(task, rules=rules, seed_keys=world_keys)
     llm = EpisodeLLM(backend, models, trace=trace, budget=budget)
-    exposure = env.exposure(task, rules=rules, seed_keys=seed_keys)
+    exposure = env.exposure(task, rules=rules, seed_keys=world_keys)
     sim_clock = clock.SimClock()
     error = ""
     try:
@@ -242,6 +246,7 @@ def simulate(
     faults_label: str = "custom",
     budget: Budget | None = None,
     concurrent_llm_calls: bool = True,
+    redraw_faults: bool = False,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
     """One episode with the simulated LLM, synchronously (tests, notebooks, benchmarks).
 
@@ -276,5 +281,6 @@ def simulate(
             faults_label=faults_label,
             budget=budget,
             concurrent_llm_calls=concurrent_llm_calls,
+            redraw_faults=redraw_faults,
         )
     )

@@ -116,6 +116,7 @@ class RunSettings(_Settings):
     figures: bool | None = None
     fail_fast: NonNegativeInt = 5
     concurrent_llm_calls: bool = True
+    trial_faults: Literal["same", "redraw"] = "same"
     report_extra: Literal["seed_tables", "sensitivity", "budget_curves", "scenarios"] | None = None
     sensitivity: dict[str, Any] | None = None  # experiment=sensitivity: factors, corners
     budget_curves: dict[str, Any] | None = None  # experiment=budget_curves: budgets
@@ -299,6 +300,8 @@ async def run_jobs(
     extra: dict[str, Any] = {}
     if "concurrent_llm_calls" in cfg:  # simulated-time overlap of concurrent LLM calls
         extra["concurrent_llm_calls"] = bool(cfg.concurrent_llm_calls)
+    if "trial_faults" in cfg:  # trials of a task meet the same world, or a redrawn one
+        extra["redraw_faults"] = cfg.trial_faults == "redraw"
 
     async def one(job: Job) -> None:
         async with semaphore:

@@ -395,3 +395,36 @@ def test_failure_modes_need_evidence() -> None:
     assert classify(said, seen, [], task) == "correctly_reported_unreachable"
     empty = PlannerResult(None, "plan_error", "empty_plan: plan has no steps")
     assert classify(empty, Grade(False, 0.0), [], task) == "plan_logic_error"
+
+
+def test_trials_rerun_the_same_world_unless_asked_to_redraw_it() -> None:
+    """pass^k reruns an agent on the same environment: by default every trial of a task meets
+    the same faults and latencies (a perfect model then repeats itself exactly); with
+    ``redraw_faults`` each trial draws its own world."""
+    from conftest import CONFIGS
+    from omegaconf import OmegaConf
+
+    from envs.faults import FaultConfig
+
+    faults = FaultConfig(**OmegaConf.load(CONFIGS / "faults" / "heavy.yaml"))  # type: ignore[arg-type]
+    pool = tasks("medium", n=10)
+
+    def run(trial: int, redraw: bool) -> list[tuple[float, int, str]]:
+        out = []
+        for task in pool:
+            r, _ = simulate(
+                "plan_execute_replan",
+                make_planner("plan_execute_replan"),
+                ReportEnv(),
+                task,
+                skill=SKILLS["perfect"],
+                rules=faults.rules,
+                models=MODELS,
+                trial=trial,
+                redraw_faults=redraw,
+            )
+            out.append((r.latency_s, r.faults_injected, r.exposed_faults))
+        return out
+
+    assert run(0, False) == run(1, False)
+    assert run(0, True) != run(1, True)
