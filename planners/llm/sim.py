@@ -110,7 +110,7 @@ def _obs_signature(observations: Sequence[Obs]) -> str:
     return _digest(*((o.tool, dumps(o.args), o.error) for o in observations))
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=4096)
 def _read_action(content: str) -> tuple[str, dict[str, Any]] | None:
     """(tool, args) of one assistant turn; cached because a transcript is re-read each turn.
     The cached args are shared: the simulator only reads them."""
@@ -121,7 +121,7 @@ def _read_action(content: str) -> tuple[str, dict[str, Any]] | None:
     return turn.action, turn.action_input
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=4096)
 def _read_result(text: str) -> tuple[Any, str | None]:
     """(result, error kind) of one observation text (cached and shared like the above)."""
     kind = error_kind(text)
