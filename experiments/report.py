@@ -22,8 +22,8 @@ import pandas as pd
 
 from experiments.figures import write_figures
 from experiments.metrics import swept_keys, with_swept_columns
-from experiments.records import load
-from experiments.tables import format_completion_table, write_summaries
+from experiments.records import RecordsError, load
+from experiments.tables import completion_heading, format_completion_table, write_summaries
 
 EPISODE_KEYS: tuple[str, ...] = ("planner", "env", "complexity", "task_id", "seed", "trial")
 """Columns that identify an episode within one run; repeats across runs are reported."""
@@ -181,14 +181,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out = args.dirs[0]
     try:
         df = load_runs(args.dirs)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RecordsError) as exc:  # a missing or damaged file: one line
         parser.exit(2, f"planarena-report: {exc}\n")
     warn_duplicates(df)
     order = [p.strip() for p in args.planner_order.split(",")] if args.planner_order else None
     table = render(
         df, args.out, seed=resolve_seed(df, args.seed), planner_order=order, parquet=args.parquet
     )
-    print(f"Completion rate (95% Wilson interval) — {args.out}\n{table}")
+    print(f"{completion_heading(df)} — {args.out}\n{table}")
     return 0
 
 

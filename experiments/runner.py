@@ -529,7 +529,9 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     finally:
         if lock is not None:
             lock.release()
-    print(f"\nCompletion rate (95% Wilson interval) — {out_dir}\n{table}")
+    from experiments.tables import completion_heading  # pandas: loaded once records exist
+
+    print(f"\n{completion_heading(df)} — {out_dir}\n{table}")
     extra = cfg.get("report_extra")
     if extra:  # a named experiment's own report: experiments.<name>.render
         import importlib

@@ -83,6 +83,14 @@ def _row_keys(summary: pd.DataFrame) -> list[str]:
     return keys
 
 
+def completion_heading(df: pd.DataFrame) -> str:
+    """The printed table's heading, naming the interval it shows: Wilson when every task ran
+    once, the task bootstrap when trials of a task repeat."""
+    repeated = "trial" in df.columns and len(df) and int(df["trial"].max()) > 0
+    kind = "task-bootstrap interval; trials > 1" if repeated else "Wilson interval"
+    return f"Completion rate (95% {kind})"
+
+
 def completion_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Wide completion table: rows planner (or env, planner), columns complexity.
 

@@ -129,3 +129,21 @@ def test_sweep_jobs_named_by_overrides_load_in_launch_order(tmp_path: Path) -> N
         record = {"planner": planner, "env": "e", "complexity": "simple", "task_id": "t"}
         (d / "episodes.jsonl").write_text(json.dumps({**record, "seed": 0, "trial": 0}) + "\n")
     assert list(load_runs([tmp_path])["planner"]) == ["react", "plan_execute"]
+
+
+def test_a_damaged_records_file_is_one_line_naming_file_and_line(
+    tmp_path: Path, small_run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record line that is not JSON, in the middle of the file, stops planarena-report with
+    one line naming the file and the line, and exit status 2 (no traceback)."""
+    from experiments.report import main
+
+    lines = (small_run_dir / "episodes.jsonl").read_text().splitlines()
+    damaged = tmp_path / "run"
+    damaged.mkdir()
+    (damaged / "episodes.jsonl").write_text("\n".join([*lines[:2], '{"broken', *lines[2:4]]) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        main([str(damaged)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "episodes.jsonl:3" in err and "Traceback" not in err
