@@ -150,10 +150,7 @@ class ReportOracle:
         states, dead = self._states(observations, overlooked)
         if overlooked and all(st.data is not None for st in states.values()):
             last_data = max(
-                i
-                for i, o in enumerate(observations)
-                for st in states.values()
-                if o.key == st.data
+                i for i, o in enumerate(observations) for st in states.values() if o.key == st.data
             )
             if any(
                 o.tool == "generate_summary" and o.error is None
