@@ -307,7 +307,9 @@ async def run_jobs(
         async with semaphore:
             env = envs[job.env_name]
             seed_keys = (seed, job.task.env, job.task.task_id, job.trial)
-            backend = factory.for_episode(env, job.task, seed_keys)  # never keyed by planner
+            # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
+            # same answer, whichever planner sends it
+            backend = factory.for_episode(env, job.task, seed_keys)
             record, trace = await run_episode(
                 planner_name=job.planner_name,
                 planner=planners[job.planner_name],

@@ -71,7 +71,7 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=16_384)  # recent messages: a transcript is recounted every turn; bounded
 def count_text(text: str) -> int:
     """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
     return len(encoding().encode_ordinary(text))
