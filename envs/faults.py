@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envs import clock
-from envs.rng import uniform01
+from envs.rng import KeyedDraws
 from envs.tools import CallCounter, Toolbox, ToolboxWrapper, ToolError, args_key
 
 Scope = Literal["call", "episode", "args", "window"]
@@ -122,6 +122,7 @@ class FaultInjector(ToolboxWrapper):
         super().__init__(inner)
         self.rules = list(rules)
         self.seed_keys = seed_keys
+        self.draws = KeyedDraws(*seed_keys)
         self.counter = CallCounter()
         self._streak: dict[tuple[int, str, str], int] = {}
         self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
@@ -129,7 +130,7 @@ class FaultInjector(ToolboxWrapper):
         self.injected = 0
 
     def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
-        return uniform01(*self.seed_keys, "fault", index, rule.kind, tool) < rule.rate
+        return self.draws.uniform01("fault", index, rule.kind, tool) < rule.rate
 
     def _in_outage(self, index: int, rule: FaultRule, tool: str, t: float) -> bool:
         """Whether simulated time ``t`` falls in an outage of ``tool`` (this slot's or the
@@ -138,9 +139,9 @@ class FaultInjector(ToolboxWrapper):
         for k in (slot, slot - 1):
             if k < 0:
                 continue
-            if uniform01(*self.seed_keys, "outage", index, rule.kind, tool, k) >= rule.rate:
+            if self.draws.uniform01("outage", index, rule.kind, tool, k) >= rule.rate:
                 continue
-            start = (k + uniform01(*self.seed_keys, "outage-at", index, tool, k)) * rule.slot_s
+            start = (k + self.draws.uniform01("outage-at", index, tool, k)) * rule.slot_s
             if start <= t < start + rule.duration_s:
                 return True
         return False
@@ -158,7 +159,7 @@ class FaultInjector(ToolboxWrapper):
                 hit = self._episode_hit(index, rule, tool)
             else:
                 key = self._key(rule, args)
-                hit = uniform01(*self.seed_keys, "fault", index, rule.kind, key) < rule.rate
+                hit = self.draws.uniform01("fault", index, rule.kind, key) < rule.rate
             if hit:
                 kinds.append(rule.kind)
         return kinds
@@ -217,11 +218,11 @@ class FaultInjector(ToolboxWrapper):
                 hit = self._in_outage(index, rule, name, now)
             elif rule.scope == "args":
                 key = self._key(rule, args)
-                hit = uniform01(*self.seed_keys, "fault", index, rule.kind, key) < rule.rate
+                hit = self.draws.uniform01("fault", index, rule.kind, key) < rule.rate
             else:
                 streak_key = (index, name, key)
                 streak = self._streak.get(streak_key, 0)
-                draw = uniform01(*self.seed_keys, "fault", index, rule.kind, name, key, attempt)
+                draw = self.draws.uniform01("fault", index, rule.kind, name, key, attempt)
                 hit = streak < rule.max_consecutive and draw < rule.rate
                 self._streak[streak_key] = streak + 1 if hit else 0
             if hit and rule.kind == "wrong_result":

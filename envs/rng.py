@@ -26,3 +26,33 @@ def derive_rng(*keys: object) -> random.Random:
 def uniform01(*keys: object) -> float:
     """One uniform draw in [0, 1) named by ``keys``, without building a Random object."""
     return derive_seed(*keys) / 2**64
+
+
+class KeyedDraws:
+    """Draws under a fixed key prefix (an episode's seed keys), the prefix hashed once.
+
+    ``KeyedDraws(*prefix).uniform01(*keys) == uniform01(*prefix, *keys)`` exactly: the hash
+    state after the prefix is copied rather than recomputed, which matters in the simulator's
+    hot loop (tens of draws per LLM call, each re-reading the same prefix otherwise)."""
+
+    __slots__ = ("prefix", "_state")
+
+    def __init__(self, *prefix: object) -> None:
+        if not prefix:
+            raise ValueError("KeyedDraws needs at least one prefix key")
+        self.prefix = prefix
+        material = "\x1f".join(repr(k) for k in prefix).encode()
+        self._state = hashlib.blake2b(material, digest_size=8)
+
+    def seed(self, *keys: object) -> int:
+        if not keys:
+            return int.from_bytes(self._state.digest(), "big")
+        state = self._state.copy()
+        state.update(("\x1f" + "\x1f".join(repr(k) for k in keys)).encode())
+        return int.from_bytes(state.digest(), "big")
+
+    def uniform01(self, *keys: object) -> float:
+        return self.seed(*keys) / 2**64
+
+    def rng(self, *keys: object) -> random.Random:
+        return random.Random(self.seed(*keys))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs import clock
-from envs.rng import uniform01
+from envs.rng import KeyedDraws
 
 # Transient kinds: a retry can help. Faults are injected by envs.faults; world errors
 # (not_found, bad_args, unknown_tool) come from the tools themselves.
@@ -234,13 +234,14 @@ class LatencyWrapper(ToolboxWrapper):
         self.profiles = profiles
         self.default = default
         self.seed_keys = seed_keys
+        self.draws = KeyedDraws(*seed_keys)
         self.counter = CallCounter()
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         key = args_key(args)
         n = self.counter.next(name, key)
         profile = self.profiles.get(name, self.default)
-        clock.advance(profile.draw(uniform01(*self.seed_keys, "latency", name, key, n)))
+        clock.advance(profile.draw(self.draws.uniform01("latency", name, key, n)))
         return await self.inner.call(name, args)
 
 

@@ -948,9 +948,10 @@ def _paired_stats(
 ) -> dict[str, Any]:
     """:func:`paired_difference`'s numbers from per-task rates (tasks both planners ran)."""
     if planner_a in rates.columns and planner_b in rates.columns:
-        both = rates[[planner_a, planner_b]].dropna()
-        a = both[planner_a].to_numpy(dtype=np.float64)
-        b = both[planner_b].to_numpy(dtype=np.float64)
+        a = rates[planner_a].to_numpy(dtype=np.float64)
+        b = rates[planner_b].to_numpy(dtype=np.float64)
+        ran = ~(np.isnan(a) | np.isnan(b))  # tasks both planners ran
+        a, b = a[ran], b[ran]
     else:
         a = b = np.empty(0)
     diff = a - b

@@ -207,3 +207,19 @@ def test_oracle_gold_plan_solves_the_task() -> None:
         result = run(go())
         assert result.stop == "answered", result.detail
         assert env.grade(task, result.answer, tools.log.records).success
+
+
+@pytest.mark.parametrize(
+    "keys", [(), ("a",), ("belief", "0123abcd", "look", "right"), (3, 2.5, None, ("x", 1))]
+)
+def test_keyed_draws_equal_the_flat_draws_they_speed_up(keys: tuple[object, ...]) -> None:
+    """The simulator's hashed-once prefix must give exactly the draws of the flat key tuple,
+    or records would change with an optimisation."""
+    from envs.rng import KeyedDraws, derive_rng, derive_seed, uniform01
+
+    prefix = (0, "report", "report-simple-000", 1)
+    draws = KeyedDraws(*prefix)
+    assert draws.seed(*keys) == derive_seed(*prefix, *keys)
+    assert draws.uniform01(*keys) == uniform01(*prefix, *keys)
+    assert draws.rng(*keys).random() == derive_rng(*prefix, *keys).random()
+    assert KeyedDraws(*prefix, "b").seed() != draws.seed("c")

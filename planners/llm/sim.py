@@ -34,7 +34,7 @@ from envs.oracle import (
     Ref,
     literal_args,
 )
-from envs.rng import derive_rng, uniform01
+from envs.rng import KeyedDraws
 from planners.formats import (
     FINISH,
     POSTCONDITION_NOTE,
@@ -206,6 +206,8 @@ class SimLLM:
         self.skill = skill
         self.oracle = oracle
         self.seed_keys = seed_keys
+        self.draws = KeyedDraws(*seed_keys)
+        self._beliefs: dict[tuple[object, ...], Belief] = {}
         self._initial: _Gold | None = None
         self._skills: dict[float, SkillProfile] = {}
 
@@ -213,7 +215,7 @@ class SimLLM:
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
         del role  # the model profile, not the caller's role, decides how skilled the model is
-        rng = derive_rng(*self.seed_keys, "llm", request.digest, request.occurrence)
+        rng = self.draws.rng("llm", request.digest, request.occurrence)
         scale = model.error_scale
         if scale not in self._skills:
             self._skills[scale] = self.skill.scaled(scale)
@@ -255,7 +257,7 @@ class SimLLM:
             for o in obs
             if o.key not in flagged
             and self.oracle.subtle(o)
-            and uniform01(*self.seed_keys, "notice", o.tool, dumps(o.args), dumps(o.result))
+            and self.draws.uniform01("notice", o.tool, dumps(o.args), dumps(o.result))
             < skill.p_miss_signal
         )
 
@@ -267,8 +269,12 @@ class SimLLM:
         likely a confused belief is, through the same draw, so a longer prompt can only make
         the same model more confused."""
 
+        memo = (id(skill), point, tuple(available), err, tuple(mistakes.items()))
+        if (known := self._beliefs.get(memo)) is not None:
+            return known  # the same point asked again (a judge after a proposer, a rollout)
+
         def u(*keys: object) -> float:
-            return uniform01(*self.seed_keys, "belief", point, *keys)
+            return self.draws.uniform01("belief", point, *keys)
 
         top = "right"
         if "trap" in available and u("trap") < skill.p_trap:
@@ -279,7 +285,8 @@ class SimLLM:
             top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
         values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in available}
         values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
-        return Belief(top, values)
+        self._beliefs[memo] = belief = Belief(top, values)
+        return belief
 
     @staticmethod
     def _weighted(
@@ -445,7 +452,7 @@ class _Decider:
         if obs and options.get("trap") != early:
             options["early"] = early
         tools = self.oracle.hallucinated_tools()
-        invented = tools[int(uniform01(*self.sim.seed_keys, "invent", g.key) * len(tools))]
+        invented = tools[int(self.sim.draws.uniform01("invent", g.key) * len(tools))]
         options["invented"] = (invented, literal_args(g.args, obs))
         # options that coincide with the right move are the right move
         return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
@@ -533,9 +540,7 @@ class _Decider:
         rendered = render_step(step, ids)
         if kind == "invented":
             tools = self.oracle.hallucinated_tools()
-            rendered["tool"] = tools[
-                int(uniform01(*self.sim.seed_keys, "invent", g.key) * len(tools))
-            ]
+            rendered["tool"] = tools[int(self.sim.draws.uniform01("invent", g.key) * len(tools))]
         elif kind == "premise":
             rendered["args"] = self.sim.guess(step.args)
         elif kind == "stop":
