@@ -23,6 +23,9 @@ from omegaconf import DictConfig
 
 from experiments.records import EPISODES, STATUS_FILE
 
+UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
+"""Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""
+
 
 def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
     """Job dirs that finished (in natural order), and the others with why they did not."""
@@ -38,9 +41,9 @@ def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
             failed[d] = "no status.json: killed, or still running"
             continue
         status = json.loads(status_file.read_text())
-        if status.get("status") in ("ok", "harness_errors") and (d / EPISODES).exists():
+        if status.get("status") in ("ok", *UNCLEAN) and (d / EPISODES).exists():
             finished.append(d)
-            if status.get("status") == "harness_errors":
+            if status.get("status") in UNCLEAN:
                 print(f"WARNING: {d.name}: {status.get('message')}", file=sys.stderr)
         else:
             failed[d] = str(status.get("message") or status.get("status"))
@@ -52,7 +55,9 @@ class AggregateSweep(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Runs once, after every job. Exits non-zero (after aggregating the rest) when a job
-        failed or recorded harness errors."""
+        failed, recorded harness or infrastructure errors, or stopped at its cost cap."""
+        if config.get("dry_run"):  # every job printed its estimate; nothing to aggregate
+            return
         sweep_dir = Path(str(config.hydra.sweep.dir))
         finished, failed = job_outcomes(sweep_dir)
         for d, why in failed.items():
@@ -71,7 +76,7 @@ class AggregateSweep(Callback):
             print(
                 f"WARNING: no finished job under {sweep_dir}; nothing to aggregate", file=sys.stderr
             )
-        harness = [d for d in finished if _status(d) == "harness_errors"]
+        harness = [d for d in finished if _status(d) in UNCLEAN]
         if failed or harness:
             names = ", ".join(d.name for d in [*failed, *harness])
             print(

@@ -18,8 +18,18 @@ from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
 from envs.rng import derive_seed
 from envs.tools import PLAN_LOGIC, ToolCallRecord
+from experiments.records import INFRASTRUCTURE_ERROR
 from planners.base import Planner, PlannerResult, TaskView
-from planners.llm.base import ROLES, Budget, BudgetExhausted, EpisodeLLM, LLMBackend
+from planners.llm.base import (
+    ROLES,
+    Budget,
+    BudgetExhausted,
+    EndpointError,
+    EpisodeLLM,
+    JobBudgetExhausted,
+    LLMBackend,
+    SpendGate,
+)
 from planners.llm.profiles import ModelProfile
 from search import use_gather
 
@@ -93,7 +103,7 @@ def classify(
         return "dead_end" if grade.trap_in_answer else "false_success"
     if stop == "malformed_output":
         return "malformed_output"
-    if stop == "budget":
+    if stop in ("budget", "job_cost_cap"):  # the episode's budget, or the job's cost cap
         return "budget_exhausted"
     if stop == "plan_error":
         reason = result.detail.split(":")[0]
@@ -132,8 +142,11 @@ async def run_episode(
     config_id: str = "",
     concurrent_llm_calls: bool = True,
     redraw_faults: bool = False,
+    cost_gate: SpendGate | None = None,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
-    """Run one episode; any exception that is not an agent-level failure is a harness_error."""
+    """Run one episode (``cost_gate``: the job's cost cap). A failure of the LLM endpoint is
+    an ``infrastructure_error``; any other exception that is not an agent-level failure is a
+    ``harness_error`` (our bug)."""
     wall0 = time.perf_counter()
     # The world (faults, latencies) of a task is the same in every trial unless asked to
     # redraw it: trials then differ only by the model's samples, as when an agent is rerun on
@@ -141,7 +154,7 @@ async def run_episode(
     world_keys = (seed, task.env, task.task_id, *((trial,) if redraw_faults else ()))
     trace: list[dict[str, Any]] = []
     episode_tools = env.make_tools(task, rules=rules, seed_keys=world_keys)
-    llm = EpisodeLLM(backend, models, trace=trace, budget=budget)
+    llm = EpisodeLLM(backend, models, trace=trace, budget=budget, cost_gate=cost_gate)
     exposure = env.exposure(task, rules=rules, seed_keys=world_keys)
     sim_clock = clock.SimClock()
     error = ""
@@ -156,9 +169,16 @@ async def run_episode(
                 result = await planner.run(view, episode_tools.toolbox, llm)
             except BudgetExhausted as exc:  # the same clean stop for every planner
                 trace.append({"event": "budget_exhausted", "detail": str(exc)})
-                result = PlannerResult(None, "budget", str(exc))
+                stop = "job_cost_cap" if isinstance(exc, JobBudgetExhausted) else "budget"
+                result = PlannerResult(None, stop, str(exc))
         grade = env.grade(task, result.answer, episode_tools.calls)
         mode = classify(result, grade, episode_tools.calls, task)
+    except EndpointError as exc:  # the LLM endpoint failed, not the agent: measured on resume
+        error = str(exc)
+        trace.append({"event": INFRASTRUCTURE_ERROR, "error": error})
+        result = PlannerResult(None, "gave_up", error)
+        grade = Grade(False, 0.0, detail="infrastructure error: not measured")
+        mode = INFRASTRUCTURE_ERROR
     except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
         error = f"{type(exc).__name__}: {exc}"
         trace.append(
@@ -182,7 +202,7 @@ async def run_episode(
         success=grade.success,
         progress=round(grade.progress, 6),
         failure_mode=mode,
-        stop_reason="harness_error" if error else result.stop,
+        stop_reason=mode if error else result.stop,
         tokens_prompt=usage.prompt_tokens,
         tokens_completion=usage.completion_tokens,
         tokens_total=usage.prompt_tokens + usage.completion_tokens,

@@ -95,6 +95,37 @@ def llm_label(cfg: Mapping[str, Any]) -> str:
     return f"{cfg.get('backend')}:{cfg.get('model')}"
 
 
+def model_price(cfg: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A real model's (input, output) USD per million tokens from ``llm.prices``, by the model
+    name sent to the server; None without an entry (its cost is then recorded as null)."""
+    entry = (cfg.get("prices") or {}).get(str(cfg.get("model")))
+    if entry is None:
+        return None
+    try:
+        return float(entry["usd_per_mtok_input"]), float(entry["usd_per_mtok_output"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"llm.prices.{cfg.get('model')}={json.dumps(entry, default=str)}: needs numbers "
+            "usd_per_mtok_input and usd_per_mtok_output (USD per million tokens)"
+        ) from None
+
+
+def check_cost_cap(container: Mapping[str, Any]) -> None:
+    """A job cost cap needs every call priced: with a real model that has no ``llm.prices``
+    entry its cost would be null, and the cap could not bind. A config error at the start."""
+    cap = (container.get("budget") or {}).get("max_cost_usd")
+    llm = container.get("llm") or {}
+    if cap is None or llm.get("backend", "sim") != "openai" or model_price(llm) is not None:
+        return
+    model = llm.get("model")
+    raise ConfigError(
+        f"budget.max_cost_usd={cap}: llm.model={model} has no price in llm.prices, so its "
+        "cost would be recorded as null and the cap could not bind; add its price in USD per "
+        f"million tokens ('+llm.prices.{model}={{usd_per_mtok_input:...,usd_per_mtok_output:...}}'"
+        " or an entry in configs/llm/openai.yaml)"
+    )
+
+
 class InfrastructureError(RuntimeError):
     """Not the agent's fault: the endpoint is unreachable or refuses us. Stops the job."""
 
@@ -141,14 +172,14 @@ class BackendFactory:
     """One shared real backend (so its cache and concurrency bound are shared), or a fresh
     simulator bound to each episode's oracle."""
 
-    def __init__(self, cfg: Mapping[str, Any]) -> None:
+    def __init__(self, cfg: Mapping[str, Any], *, check_key: bool = True) -> None:
         self.cfg = dict(cfg)
         self.kind = self.cfg.get("backend", "sim")
         self.skill = skill_profile(self.cfg) if self.kind == "sim" else None
         self._shared: LLMBackend | None = None
         if self.kind not in ("sim", "openai"):
             raise ConfigError(f"llm.backend={self.kind}: unknown backend; choose sim or openai")
-        if self.kind == "openai" and not self.cfg.get("base_url"):
+        if self.kind == "openai" and check_key and not self.cfg.get("base_url"):
             variable = str(self.cfg.get("api_key_env", "OPENAI_API_KEY"))
             if not os.environ.get(variable):  # fail at the start, not once per episode
                 raise ConfigError(

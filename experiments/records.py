@@ -38,6 +38,34 @@ STATUS_FILE = "status.json"
 RECORD_KEYS = ("planner", "env", "complexity", "task_id", "seed", "trial")
 """Keys every episode record must have to be read at all."""
 
+INFRASTRUCTURE_ERROR = "infrastructure_error"
+"""The failure mode of an episode whose LLM endpoint failed (unreachable, timed out, refused
+the key, an HTTP 4xx/5xx error, a prompt beyond the model's context): not an outcome of the
+agent, so tables leave it out (:func:`measured`) and a resumed job runs it again."""
+
+NOT_MEASURED = ("harness_error", INFRASTRUCTURE_ERROR)
+"""Failure modes that say nothing about the agent (our bug; the endpoint's failure)."""
+
+JOB_COST_CAP = "job_cost_cap"
+"""The stop reason of an episode cut by the job's cost cap (``budget.max_cost_usd``): its
+failure mode is ``budget_exhausted``, and a resumed job runs it again (under the new cap)."""
+
+
+def runs_again(row: Mapping[str, Any]) -> bool:
+    """Whether a resumed job drops this record and runs its episode again: it was not
+    measured (:data:`NOT_MEASURED`), or the job's cost cap cut it."""
+    return row.get("failure_mode") in NOT_MEASURED or row.get("stop_reason") == JOB_COST_CAP
+
+
+def measured(df: pd.DataFrame) -> pd.DataFrame:
+    """The records the tables and figures are computed from: all but ``infrastructure_error``
+    (the endpoint failed; the agent's completion rate must not count it as a failure)."""
+    if "failure_mode" not in df.columns:
+        return df
+    keep = df["failure_mode"] != INFRASTRUCTURE_ERROR
+    return df if bool(keep.all()) else df[keep].reset_index(drop=True)
+
+
 OUTPUT_ONLY_KEYS = (
     "progress",
     "concurrency",
@@ -48,6 +76,8 @@ OUTPUT_ONLY_KEYS = (
     "hydra",
     "llm.max_concurrency",
     "llm.cache_dir",
+    "dry_run",
+    "budget.max_cost_usd",  # the only records it changes (cut by the cap) run again on resume
 )
 """Config keys that change how a job runs or what it prints, never what its episodes are."""
 
@@ -340,16 +370,19 @@ class Repair:
 
     done: set[tuple[str, str, str, str, int, int, str]] = field(default_factory=set)
     messages: list[str] = field(default_factory=list)
+    spent_usd: float = 0.0  # the kept records' cost_usd, summed in file order
 
 
 def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repair:
     """Make ``episodes.jsonl`` and ``traces.jsonl`` consistent before appending to them.
 
     Episodes: everything after the last complete record (a torn line) is truncated away; with
-    ``rerun_harness_errors`` the ``harness_error`` records are dropped (new file, atomic
-    rename) so they run again. Traces: one per kept episode, in the file's order; torn lines,
-    duplicates and traces of episodes not in ``episodes.jsonl`` are dropped (by truncation when
-    they are all at the end, else by an atomic rewrite). Idempotent, and safe to kill at any
+    ``rerun_harness_errors`` the records of episodes that were not measured (``harness_error``,
+    ``infrastructure_error``) or were cut by the job's cost cap are dropped (new file, atomic
+    rename) so they run again; ``spent_usd`` is the cost of the records kept. Traces: one per
+    kept episode, in the file's order; torn lines, duplicates and traces of episodes not in
+    ``episodes.jsonl`` are dropped (by truncation when they are all at the end, else by an
+    atomic rewrite). Idempotent, and safe to kill at any
     instant: every step leaves both files readable and the next call finishes the job.
     """
     result = Repair()
@@ -372,10 +405,11 @@ def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repai
                     "with resume=false"
                 )
             good_end = end
-            if rerun_harness_errors and row.get("failure_mode") == "harness_error":
+            if rerun_harness_errors and runs_again(row):
                 errors.add(number)
                 continue
             result.done.add(record_key(row))
+            result.spent_usd += float(row.get("cost_usd") or 0.0)
             wanted.add(_episode_key(row))
         size = episodes.stat().st_size
         if errors:
@@ -388,7 +422,8 @@ def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repai
             )
         if errors:
             result.messages.append(
-                f"{episodes}: {len(errors)} harness_error episode(s) will run again"
+                f"{episodes}: {len(errors)} episode(s) not measured (harness_error, "
+                "infrastructure_error) or cut by the job's cost cap will run again"
             )
     if traces.exists():
         seen: set[tuple[str, str, int]] = set()

@@ -22,7 +22,7 @@ import pandas as pd
 
 from experiments.figures import write_figures
 from experiments.metrics import swept_keys, with_swept_columns
-from experiments.records import RecordsError, load
+from experiments.records import RecordsError, load, measured
 from experiments.tables import completion_heading, format_completion_table, write_summaries
 
 EPISODE_KEYS: tuple[str, ...] = ("planner", "env", "complexity", "task_id", "seed", "trial")
@@ -122,7 +122,7 @@ def render(
             ]
         merged.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
-    write_figures(df, out_dir, seed=seed, planner_order=order, summary=summary)
+    write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
     return format_completion_table(summary)
 
 

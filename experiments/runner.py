@@ -29,16 +29,25 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+)
 
 from envs.base import COMPLEXITIES, Env, Task
 from envs.faults import FaultConfig
+from experiments.cost_cap import CostCapReached, CostLedger, JobCostGate
 from experiments.episode import EpisodeRecord, run_episode
 from experiments.llm_factory import (
     INFRASTRUCTURE_ERRORS,
     BackendFactory,
     ConfigError,
     InfrastructureError,
+    check_cost_cap,
     llm_label,
     model_profiles,
     preflight,
@@ -46,12 +55,16 @@ from experiments.llm_factory import (
 )
 from experiments.records import (
     EPISODES,
+    INFRASTRUCTURE_ERROR,
+    JOB_COST_CAP,
+    NOT_MEASURED,
     STATUS_FILE,
     TRACES,
     RecordsError,
     RunDirError,
     RunLock,
     claim_identity,
+    measured,
     repair_run_dir,
     write_json_atomic,
 )
@@ -91,6 +104,7 @@ class _Settings(BaseModel):
 class BudgetSettings(_Settings):
     max_tokens_per_episode: PositiveInt | None = None
     max_llm_calls_per_episode: PositiveInt | None = None
+    max_cost_usd: PositiveFloat | None = None  # per job, accounted in job order (cost_cap)
 
 
 class ExecutorSettings(_Settings):
@@ -118,6 +132,7 @@ class RunSettings(_Settings):
     concurrent_llm_calls: bool = True
     trial_faults: Literal["same", "redraw"] = "same"
     report_extra: Literal["seed_tables", "sensitivity", "budget_curves", "scenarios"] | None = None
+    dry_run: bool = False  # estimate calls, tokens and dollars from a short sim pass; exit
     sensitivity: dict[str, Any] | None = None  # experiment=sensitivity: factors, corners
     budget_curves: dict[str, Any] | None = None  # experiment=budget_curves: budgets
     executor: ExecutorSettings = ExecutorSettings()
@@ -238,13 +253,14 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 class HarnessStop(RuntimeError):
-    """The job stopped itself: an infrastructure error, or the same harness error every time."""
+    """The job stopped itself: an infrastructure error, or the same error every time."""
 
 
 class FailFast:
-    """Stops a job whose errors are not the agent's: at once on an infrastructure error (the
-    endpoint went away, the key was revoked), or when the first ``first_n`` episodes all end in
-    the same harness error (a bad value that raises in every episode)."""
+    """Stops a job whose errors are not the agent's: at once when the endpoint is gone (it
+    cannot be reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`), or when
+    the first ``first_n`` episodes all end in the same harness or infrastructure error (a bad
+    value that raises in every episode, a model name the server does not serve)."""
 
     def __init__(self, first_n: int) -> None:
         self.first_n = first_n
@@ -252,7 +268,7 @@ class FailFast:
         self.any_clean = False
 
     def check(self, record: EpisodeRecord) -> None:
-        if record.failure_mode != "harness_error":
+        if record.failure_mode not in NOT_MEASURED:
             self.any_clean = True
             return
         where = f"{record.planner} on {record.task_id}"
@@ -263,8 +279,8 @@ class FailFast:
         self.errors.append(record.detail)
         if len(self.errors) >= self.first_n and len(set(self.errors)) == 1:
             raise HarnessStop(
-                f"the first {self.first_n} episodes all failed with the same harness error: "
-                f"{record.detail}"
+                f"the first {self.first_n} episodes all failed with the same "
+                f"{record.failure_mode.replace('_', ' ')}: {record.detail}"
             )
 
 
@@ -276,8 +292,13 @@ async def run_jobs(
     faults: FaultConfig,
     out_dir: Path,
     config_id: str = "",
+    spent_usd: float = 0.0,
 ) -> int:
-    """Runs ``jobs``, appending their records; returns how many were written."""
+    """Runs ``jobs``, appending their records; returns how many were written.
+
+    With ``budget.max_cost_usd`` the job's cost (``spent_usd`` already recorded, then each
+    episode in job order) is capped (:mod:`experiments.cost_cap`); reaching it raises
+    :class:`CostCapReached` once every record it allows is written."""
     llm_cfg = OmegaConf.to_container(cfg.llm, resolve=True)
     assert isinstance(llm_cfg, dict)
     factory = BackendFactory(llm_cfg)
@@ -288,6 +309,8 @@ async def run_jobs(
         max_tokens=budget_cfg.get("max_tokens_per_episode"),
         max_calls=budget_cfg.get("max_llm_calls_per_episode"),
     )
+    cap = budget_cfg.get("max_cost_usd")
+    ledger = None if cap is None else CostLedger(float(cap), spent_usd)
     writer = OrderedWriter(
         out_dir / EPISODES,
         out_dir / TRACES if cfg.write_traces else None,
@@ -303,35 +326,76 @@ async def run_jobs(
     if "trial_faults" in cfg:  # trials of a task meet the same world, or a redrawn one
         extra["redraw_faults"] = cfg.trial_faults == "redraw"
 
+    async def episode(
+        job: Job, gate: JobCostGate | None = None
+    ) -> tuple[EpisodeRecord, dict[str, Any]]:
+        env = envs[job.env_name]
+        seed_keys = (seed, job.task.env, job.task.task_id, job.trial)
+        # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
+        # same answer, whichever planner sends it
+        backend = factory.for_episode(env, job.task, seed_keys)
+        return await run_episode(
+            planner_name=job.planner_name,
+            planner=planners[job.planner_name],
+            env=env,
+            task=job.task,
+            backend=backend,
+            llm_label=label,
+            faults_label=faults.name,
+            models=models,
+            rules=faults.rules,
+            seed=seed,
+            trial=job.trial,
+            budget=budget,
+            config_id=config_id,
+            cost_gate=gate,
+            **extra,
+        )
+
+    def record(job: Job, rec: EpisodeRecord, trace: dict[str, Any]) -> None:
+        try:
+            guard.check(rec)
+        except InfrastructureError:  # the endpoint is gone: recorded (it runs again on
+            writer.put(job.index, rec, trace)  # resume), and the job stops
+            raise
+        writer.put(job.index, rec, trace)
+        bar.update(1)
+
     async def one(job: Job) -> None:
         async with semaphore:
-            env = envs[job.env_name]
-            seed_keys = (seed, job.task.env, job.task.task_id, job.trial)
-            # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
-            # same answer, whichever planner sends it
-            backend = factory.for_episode(env, job.task, seed_keys)
-            record, trace = await run_episode(
-                planner_name=job.planner_name,
-                planner=planners[job.planner_name],
-                env=env,
-                task=job.task,
-                backend=backend,
-                llm_label=label,
-                faults_label=faults.name,
-                models=models,
-                rules=faults.rules,
-                seed=seed,
-                trial=job.trial,
-                budget=budget,
-                config_id=config_id,
-                **extra,
-            )
-            guard.check(record)
-            writer.put(job.index, record, trace)
-            bar.update(1)
+            rec, trace = await episode(job)
+            record(job, rec, trace)
+
+    async def one_capped(position: int, job: Job) -> None:
+        """One episode under the job's cost cap: run against the live bound, then, in job
+        order, recorded as it ran, run again with its exact allowance, or dropped."""
+        assert ledger is not None
+        ran: tuple[EpisodeRecord, dict[str, Any], JobCostGate] | None = None
+        async with semaphore:
+            if ledger.may_start(position):
+                gate = ledger.gate(position)
+                ran = (*await episode(job, gate), gate)
+        await ledger.turn(position)  # every earlier episode recorded or dropped
+        if ledger.stopped:
+            ledger.done(position, None)
+            return
+        allowance = ledger.allowance()
+        if ran is not None and ran[2].agrees_with(allowance):
+            rec, trace = ran[0], ran[1]
+        else:  # it sent a call its exact allowance refuses (or did not start): again, exactly
+            ledger.reruns += 1
+            async with semaphore:
+                rec, trace = await episode(job, ledger.gate(position, allowance))
+        record(job, rec, trace)
+        ledger.done(position, rec.cost_usd or 0.0, cut=rec.stop_reason == JOB_COST_CAP)
 
     try:
-        if int(cfg.concurrency) <= 1:
+        if ledger is not None and int(cfg.concurrency) <= 1:
+            for position, job in enumerate(jobs):
+                await one_capped(position, job)
+        elif ledger is not None:
+            await asyncio.gather(*(one_capped(p, job) for p, job in enumerate(jobs)))
+        elif int(cfg.concurrency) <= 1:
             for job in jobs:
                 await one(job)
         else:
@@ -339,6 +403,8 @@ async def run_jobs(
     finally:
         writer.close()
         bar.close()
+    if ledger is not None and (ledger.cut or ledger.dropped):
+        raise CostCapReached(ledger.summary(writer.written))
     return writer.written
 
 
@@ -374,9 +440,11 @@ def validate(cfg: DictConfig) -> dict[str, Any]:
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     container.pop("hydra", None)
-    validated(RunSettings, container, "")
-    BackendFactory(container["llm"])  # the skill profile with its overrides, the backend's key
+    settings = validated(RunSettings, container, "")
+    # the skill profile with its overrides; the backend's key (a dry run needs none)
+    BackendFactory(container["llm"], check_key=not settings.dry_run)
     model_profiles(container["llm"])
+    check_cost_cap(container)  # a cost cap needs the model's price
     return container
 
 
@@ -410,7 +478,9 @@ def run(
 
     Validates first; then, holding the dir's lock (``lock``, or one taken here for the call),
     binds the dir to the config's fingerprint, repairs the records files and runs the
-    episodes not yet recorded under that fingerprint (``harness_error`` ones run again).
+    episodes not yet recorded under that fingerprint (``harness_error`` and
+    ``infrastructure_error`` ones, and one the cost cap cut, run again). Raises
+    :class:`CostCapReached` when the job stopped at ``budget.max_cost_usd``.
     """
     prepared = prepared or prepare(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -422,11 +492,12 @@ def run(
         if on_claim is not None:
             on_claim(config_id)
         done: set[tuple[str, str, str, str, int, int, str]] = set()
+        spent_usd = 0.0  # what the kept records cost counts toward budget.max_cost_usd
         if resume:
             repaired = repair_run_dir(out_dir)
             for message in repaired.messages:
                 print(f"WARNING: {message}", file=sys.stderr)
-            done = repaired.done
+            done, spent_usd = repaired.done, repaired.spent_usd
         seed = int(cfg.seed)
         todo = [j for j in prepared.jobs if j.key(seed, config_id) not in done]
         asyncio.run(
@@ -438,6 +509,7 @@ def run(
                 prepared.faults,
                 out_dir,
                 config_id,
+                spent_usd,
             )
         )
     finally:
@@ -460,17 +532,30 @@ def finish(
     if figures:
         from experiments.figures import write_figures
 
-        write_figures(df, out_dir, seed=seed, planner_order=list(planner_order), summary=summary)
+        order = list(planner_order)
+        write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
     return format_completion_table(summary), df
 
 
+_NOT_MEASURED_WHY = {
+    "harness_error": "bugs of ours, see traces.jsonl",
+    INFRASTRUCTURE_ERROR: "the LLM endpoint failed, not the agent; left out of the tables",
+}
+
+
 def harness_error_summary(df: pd.DataFrame) -> str:
-    """``N harness_error episode(s): 3x KeyError: ...; ...`` (the most common first)."""
-    errors = df[df["failure_mode"] == "harness_error"]
-    counts = Counter(str(d)[:120] for d in errors["detail"])
-    top = "; ".join(f"{n}x {d}" for d, n in counts.most_common(3))
-    more = f"; and {len(counts) - 3} other error(s)" if len(counts) > 3 else ""
-    return f"{len(errors)} harness_error episode(s) (bugs of ours, see traces.jsonl): {top}{more}"
+    """``N harness_error episode(s) (...): 3x KeyError: ...; ...`` (the most common first),
+    and the same for ``infrastructure_error``."""
+    parts = []
+    for mode, why in _NOT_MEASURED_WHY.items():
+        errors = df[df["failure_mode"] == mode]
+        if errors.empty:
+            continue
+        counts = Counter(str(d)[:120] for d in errors["detail"])
+        top = "; ".join(f"{n}x {d}" for d, n in counts.most_common(3))
+        more = f"; and {len(counts) - 3} other error(s)" if len(counts) > 3 else ""
+        parts.append(f"{len(errors)} {mode} episode(s) ({why}): {top}{more}")
+    return "; ".join(parts) + "; rerun the same command to run them again"
 
 
 def save_hydra_files(out_dir: Path, cfg: DictConfig) -> None:
@@ -492,27 +577,43 @@ def _saved(out_dir: Path) -> int:
         return sum(1 for line in fh if line.endswith(b"\n"))
 
 
+STATUS = {0: "ok", 1: "harness_errors", 5: "cost_cap"}
+"""``status.json``'s status by exit status (any other: failed); 1 with only infrastructure
+errors is ``infrastructure_errors``."""
+
+
 def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str]:
     """One job from validation to tables; returns (exit status, one-line outcome).
 
-    Exit status: 0 done; 1 done with harness errors; 2 a config or run-dir error (nothing
-    ran); 3 stopped by an infrastructure error or a repeated harness error; 130 interrupted
-    (4: a bug of ours in a sweep job, which :func:`app` records so the sweep goes on).
+    Exit status: 0 done (or a dry run); 1 done, but some episodes were not measured (harness
+    or infrastructure errors); 2 a config or run-dir error (nothing ran); 3 stopped by an
+    infrastructure error or a repeated error; 5 stopped at the job's cost cap
+    (``budget.max_cost_usd``; the tables hold the episodes recorded); 130 interrupted (4: a
+    bug of ours in a sweep job, which :func:`app` records so the sweep goes on).
     """
     lock: RunLock | None = None
+    capped: CostCapReached | None = None
     try:
         container = validate(cfg)
+        if container.get("dry_run"):  # no request, no lock, nothing written
+            from experiments.dry_run import estimate
+
+            print(estimate(cfg, prepare(cfg, container)))
+            return 0, ""
         preflight(container["llm"])  # a dead endpoint stops the job before anything is built
         prepared = prepare(cfg, container)
         out_dir.mkdir(parents=True, exist_ok=True)
         lock = RunLock(out_dir)
-        run(
-            cfg,
-            out_dir,
-            prepared=prepared,
-            lock=lock,
-            on_claim=lambda _: save_hydra_files(out_dir, cfg),
-        )
+        try:
+            run(
+                cfg,
+                out_dir,
+                prepared=prepared,
+                lock=lock,
+                on_claim=lambda _: save_hydra_files(out_dir, cfg),
+            )
+        except CostCapReached as exc:  # a clean stop: the records written are complete
+            capped = exc
         figures = cfg.get("figures")
         draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them
         table, df = finish(out_dir, int(cfg.seed), list(cfg.planner), figures=draw)
@@ -533,7 +634,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             lock.release()
     from experiments.tables import completion_heading  # pandas: loaded once records exist
 
-    print(f"\n{completion_heading(df)} — {out_dir}\n{table}")
+    print(f"\n{completion_heading(measured(df))} — {out_dir}\n{table}")
     extra = cfg.get("report_extra")
     if extra:  # a named experiment's own report: experiments.<name>.render
         import importlib
@@ -542,20 +643,37 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         container = OmegaConf.to_container(cfg, resolve=True)
         assert isinstance(container, dict)
         container.pop("hydra", None)
-        print("\n" + render(df, container, out_dir, seed=int(cfg.seed)))
-    if (df["failure_mode"] == "harness_error").any():
+        print("\n" + render(measured(df), container, out_dir, seed=int(cfg.seed)))
+    errors = df["failure_mode"].isin(NOT_MEASURED).any()
+    if capped is not None:
+        also = f"; {harness_error_summary(df)}" if errors else ""
+        return 5, f"planarena: stopped: {capped}{also}"
+    if errors:
         return 1, f"planarena: {harness_error_summary(df)}"
     return 0, ""
 
 
 def write_status(out_dir: Path, code: int, message: str, overrides: list[str]) -> None:
-    status = {0: "ok", 1: "harness_errors"}.get(code, "failed")
+    status = STATUS.get(code, "failed")
+    if code == 1 and "harness_error episode" not in message:
+        status = "infrastructure_errors"
     if code == 2 and not out_dir.exists():
         return
     write_json_atomic(
         out_dir / STATUS_FILE,
         {"status": status, "exit_code": code, "message": message, "overrides": overrides},
     )
+
+
+def _remove_if_only_empty_logs(out_dir: Path) -> None:
+    """Remove ``out_dir`` if all it holds is Hydra's empty job log (``<job>.log``)."""
+    if not out_dir.is_dir():
+        return
+    entries = list(out_dir.iterdir())
+    if all(p.is_file() and p.suffix == ".log" and p.stat().st_size == 0 for p in entries):
+        for p in entries:
+            p.unlink()
+        out_dir.rmdir()
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="config")
@@ -574,6 +692,9 @@ def app(cfg: DictConfig) -> None:
         code, message = 4, f"planarena: {type(exc).__name__}: {exc}"
     if message:
         print(message, file=sys.stderr)
+    if code == 0 and cfg.get("dry_run"):  # a dry run leaves no dir behind (Hydra's empty
+        _remove_if_only_empty_logs(out_dir)  # job log aside, it wrote nothing)
+        return
     if code != 2 or in_sweep:  # a refused job leaves another job's dir untouched
         write_status(out_dir, code, message, list(hc.overrides.task))
     if code == 130 or (code and not in_sweep):  # in a sweep the other jobs go on (the

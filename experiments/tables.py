@@ -32,6 +32,7 @@ from experiments.metrics import (
     time_to_recover,
     with_swept_columns,
 )
+from experiments.records import measured
 
 MISSING = "--"
 """Placeholder for cells without data (ASCII so it is safe in Markdown and LaTeX)."""
@@ -504,9 +505,14 @@ def write_summaries(
     sweep gives one row per seed). The CSV holds the full :func:`summarize` table at full
     float precision; ``comparisons.csv`` every pairwise comparison; Markdown and LaTeX hold the
     formatted tables. Byte-identical for identical input. Returns the summary.
+    ``infrastructure_error`` records (the LLM endpoint failed) are left out of every table,
+    and the Method paragraph says how many.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    left_out = len(df)
+    df = measured(df)  # an infrastructure_error is the endpoint's failure, not the agent's
+    left_out -= len(df)
     df = with_swept_columns(df)
     summary = summarize(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
     several_envs = "env" in df.columns and df["env"].nunique() > 1
@@ -519,6 +525,11 @@ def write_summaries(
     success_cost = success_cost_table(summary)
     fail = failure_table(failures)
     method = method_text(seed=seed, n_boot=n_boot, n_episodes=len(df))
+    if left_out:
+        method += (
+            f" {left_out} infrastructure_error episode(s) (the LLM endpoint failed, not the "
+            "agent) are left out of every table; rerun the job to measure them."
+        )
     paired = paired_table(df, seed=seed, planner_order=planner_order, comparisons=comparisons)
     passk = pass_k_table(df)
     recovery = recovery_table(df, seed=seed, n_boot=n_boot)

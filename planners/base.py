@@ -22,6 +22,7 @@ StopReason = Literal[
     "gave_up",  # stopped without an answer after a failure it could not handle
     "reported_unreachable",  # stopped, saying the goal cannot be reached
     "budget",  # ran out of turns / replans / LLM calls
+    "job_cost_cap",  # the job's cost cap (budget.max_cost_usd) refused an LLM call
     "malformed_output",  # the model's output could not be parsed, repeatedly
     "plan_error",  # the plan was rejected (detail holds the PlanError reason)
     "tool_failure",  # a step failed and the strategy has no recovery left

@@ -122,7 +122,10 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.rejected = 0
         self.delay_s = 0.0  # every reply waits this long (timeouts)
         self.json_mode = True  # False: a request with response_format is refused (HTTP 400)
-        self.fail_next = 0  # the next this many requests get HTTP 503 (transient)
+        self.fail_next = 0  # the next this many requests get HTTP ``fail_status`` (503)
+        self.fail_status = 503
+        self.fail_message = "overloaded"
+        self.gets = 0  # GET requests received (GET /models: the pre-flight check)
 
     @property
     def url(self) -> str:
@@ -170,6 +173,8 @@ class FakeHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        with self.server.lock:
+            self.server.gets += 1
         self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
@@ -195,7 +200,8 @@ class FakeHandler(BaseHTTPRequestHandler):
                 max(0, self.server.fail_next - 1),
             )
         if fail:
-            self._send(503, {"error": {"message": "overloaded", "type": "server_error"}})
+            error = {"message": self.server.fail_message, "type": "server_error"}
+            self._send(self.server.fail_status, {"error": error})
             return
         if body.get("response_format") and not self.server.json_mode:
             message = "response_format is not supported by this server"

@@ -474,7 +474,7 @@ def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) ->
     ok = EpisodeRecord(**row)
     error = EpisodeRecord(**(row | {"failure_mode": "harness_error", "detail": "KeyError: 'x'"}))
     dead = EpisodeRecord(
-        **(row | {"failure_mode": "harness_error", "detail": "APIConnectionError: refused"})
+        **(row | {"failure_mode": "infrastructure_error", "detail": "APIConnectionError: refused"})
     )
     guard = FailFast(first_n=3)
     guard.check(ok)

@@ -31,6 +31,31 @@ class BudgetExhausted(Exception):
     budget by more than the calls it already had in flight."""
 
 
+class JobBudgetExhausted(BudgetExhausted):
+    """The job's cost cap (``budget.max_cost_usd``) refused the call: the episode stops as for
+    any budget, with the stop reason ``job_cost_cap``."""
+
+
+class SpendGate(Protocol):
+    """Decides, before each LLM call of an episode, whether the job may still spend: raises
+    :class:`JobBudgetExhausted` to refuse it. Sees the episode's running :class:`Usage`."""
+
+    def check(self, usage: Usage) -> None: ...
+
+
+class EndpointError(Exception):
+    """The LLM endpoint did not answer the request: unreachable, timed out, refused the key,
+    or rejected it with an HTTP 4xx/5xx error (a prompt beyond the model's context included).
+
+    Not the agent's failure: the episode is recorded as ``infrastructure_error``, left out of
+    the tables and run again on resume. ``kind`` names the error (the SDK's exception class,
+    or ``ContextLengthExceeded``); the message starts with it."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class Budget:
     """Per-episode compute limits that bind every planner alike (None = unlimited)."""
@@ -131,6 +156,7 @@ class EpisodeLLM:
         *,
         trace: list[dict[str, Any]] | None = None,
         budget: Budget | None = None,
+        cost_gate: SpendGate | None = None,
     ) -> None:
         if "default" not in models:
             raise ValueError("models must contain a 'default' profile")
@@ -139,6 +165,7 @@ class EpisodeLLM:
         self.usage = Usage()
         self.trace = trace if trace is not None else []
         self.budget = budget or Budget()
+        self.cost_gate = cost_gate  # the job's cost cap, if any
         self._asked: Counter[str] = Counter()
 
     def model_for(self, role: str) -> ModelProfile:
@@ -156,6 +183,8 @@ class EpisodeLLM:
         model = self.model_for(role)
         counted_prompt = count_messages(messages)
         self._check_budget(counted_prompt)
+        if self.cost_gate is not None:  # the job's cost cap: refused before anything is sent
+            self.cost_gate.check(self.usage)
         digest = Request.digest_of(messages)
         request = Request(digest, self._asked[digest])
         self._asked[digest] += 1

@@ -19,6 +19,11 @@ enforce alternation reject them); each request gets the stop sequences and ``max
 the format it asks for (:func:`planners.formats.request_format`); the SDK's retries are
 ``max_retries`` and the whole call, retries included, is bounded by ``timeout_s``.
 
+**Errors are the endpoint's.** A request the endpoint does not answer (connection refused,
+timeout, a rejected key, an HTTP 4xx/5xx error, a prompt beyond the model's context) raises
+:class:`~planners.llm.base.EndpointError`; the episode is recorded as ``infrastructure_error``
+(not an agent failure) and runs again on resume.
+
 **Prices and names.** The record and trace name the model actually used; its price comes from
 the ``prices`` table keyed by model name. A model with no entry is recorded with cost null
 (one warning), never another model's price.
@@ -47,7 +52,7 @@ from planners.formats import (
     request_format,
     tool_schemas,
 )
-from planners.llm.base import BudgetExhausted, Completion, Message, Request
+from planners.llm.base import Completion, EndpointError, Message, Request
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import count_messages, count_text
 
@@ -68,6 +73,22 @@ def merge_consecutive_roles(messages: Sequence[Message]) -> list[dict[str, str]]
         else:
             out.append({"role": m["role"], "content": m["content"]})
     return out
+
+
+def endpoint_error(exc: Exception) -> EndpointError:
+    """The SDK's error as an :class:`EndpointError` (the endpoint's failure, not the agent's):
+    its class name as the kind (``ContextLengthExceeded`` for a 400 that says the prompt is
+    beyond the model's context), the HTTP status and the server's message, on one line."""
+    import openai
+
+    kind = type(exc).__name__
+    if isinstance(exc, openai.BadRequestError) and _CONTEXT_OVERFLOW.search(str(exc)):
+        kind = "ContextLengthExceeded"
+    cause = exc.__cause__
+    text = str(exc) + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
+    status = getattr(exc, "status_code", None)
+    prefix = f"HTTP {status}: " if status is not None and not text.startswith(str(status)) else ""
+    return EndpointError(kind, prefix + " ".join(text.split()))
 
 
 def episode_key(seed_keys: Sequence[object]) -> str:
@@ -253,7 +274,19 @@ class OpenAIBackend:
 
     async def _request(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
         """One request; if the server refuses JSON mode, again without it (the lenient text
-        parser reads the plan). The cache key keeps the configured parameters either way."""
+        parser reads the plan). The cache key keeps the configured parameters either way.
+        Any error of the API (connection, timeout, key, an HTTP 4xx/5xx, a prompt beyond the
+        model's context) is raised as an :class:`EndpointError`: the endpoint's failure."""
+        import openai
+
+        try:
+            return await self._request_json_or_text(messages, params)
+        except openai.APIError as exc:
+            raise endpoint_error(exc) from exc
+
+    async def _request_json_or_text(
+        self, messages: list[dict[str, str]], params: Mapping[str, Any]
+    ) -> dict:
         import openai
 
         if "response_format" in params and not self._shared.json_mode_refused:
@@ -280,11 +313,6 @@ class OpenAIBackend:
                 raw = await asyncio.wait_for(create, self.timeout_s)
             except TimeoutError:  # the SDK's own timeout error, so it is classified alike
                 raise openai.APITimeoutError(request=None) from None  # type: ignore[arg-type]
-            except openai.BadRequestError as exc:
-                if _CONTEXT_OVERFLOW.search(str(exc)):  # the prompt outgrew the model: the
-                    # episode's compute budget, the same clean stop for every planner
-                    raise BudgetExhausted(f"prompt exceeds the model's context: {exc}") from None
-                raise
             wall = time.perf_counter() - start
         response = raw.parse()
         choice = response.choices[0]
