@@ -340,6 +340,7 @@ _NOT_CONFIG_KEYS = frozenset(
         "hydra",
         "progress",
         "concurrency",
+        "workers",
         "resume",
         "write_traces",
         "figures",

@@ -69,6 +69,7 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
 OUTPUT_ONLY_KEYS = (
     "progress",
     "concurrency",
+    "workers",
     "resume",
     "write_traces",
     "figures",

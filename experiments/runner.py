@@ -15,6 +15,7 @@ stop the job with one line and a non-zero exit; they are never recorded as episo
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -68,6 +69,7 @@ from experiments.records import (
     repair_run_dir,
     write_json_atomic,
 )
+from experiments.workers import Finished, available_cores, can_fork, run_in_workers
 from planners.base import Planner
 from planners.llm.base import Budget
 
@@ -124,6 +126,7 @@ class RunSettings(_Settings):
     trials: PositiveInt
     seed: int
     concurrency: PositiveInt
+    workers: PositiveInt | Literal["auto"] = "auto"
     resume: bool
     progress: bool
     write_traces: bool
@@ -137,6 +140,15 @@ class RunSettings(_Settings):
     budget_curves: dict[str, Any] | None = None  # experiment=budget_curves: budgets
     executor: ExecutorSettings = ExecutorSettings()
     budget: BudgetSettings = BudgetSettings()
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        if value == "auto" or (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0
+        ):
+            return value
+        raise ValueError("must be a positive number of processes or auto")
 
     @field_validator("complexity", mode="before")
     @classmethod
@@ -221,6 +233,9 @@ class OrderedWriter:
             record.model_dump_json(),
             json.dumps(trace, default=str, sort_keys=True) if self.traces is not None else "",
         )
+        self._drain()
+
+    def _drain(self) -> None:
         while self.next < len(self.order) and self.order[self.next] in self.buffer:
             line, trace_line = self.buffer.pop(self.order[self.next])
             if self.traces is not None:
@@ -230,6 +245,13 @@ class OrderedWriter:
             self.episodes.flush()
             self.next += 1
             self.written += 1
+
+    def put_lines(self, index: int, line: str, trace_line: str) -> None:
+        """An episode serialized elsewhere (a worker process): the same lines as :meth:`put`."""
+        if self.closed:
+            return
+        self.buffer[index] = (line, trace_line)
+        self._drain()
 
     def close(self) -> None:
         self.closed = True
@@ -267,7 +289,7 @@ class FailFast:
         self.errors: list[str] = []
         self.any_clean = False
 
-    def check(self, record: EpisodeRecord) -> None:
+    def check(self, record: EpisodeRecord | Finished) -> None:
         if record.failure_mode not in NOT_MEASURED:
             self.any_clean = True
             return
@@ -317,6 +339,7 @@ async def run_jobs(
         [j.index for j in jobs],
     )
     guard = FailFast(int(cfg.get("fail_fast", 5) or 0))
+    n_workers = episode_workers(cfg, factory.kind, capped=ledger is not None, n_jobs=len(jobs))
     semaphore = asyncio.Semaphore(int(cfg.concurrency))
     bar = _progress(len(jobs), bool(cfg.progress))
     seed = int(cfg.seed)
@@ -389,8 +412,27 @@ async def run_jobs(
         record(job, rec, trace)
         ledger.done(position, rec.cost_usd or 0.0, cut=rec.stop_reason == JOB_COST_CAP)
 
+    async def produce(job: Job) -> Finished:  # in a worker process: the lines put() writes
+        rec, trace = await episode(job)
+        return Finished(
+            job.index,
+            rec.planner,
+            rec.task_id,
+            rec.failure_mode,
+            rec.detail,
+            rec.model_dump_json(),
+            json.dumps(trace, default=str, sort_keys=True) if writer.traces is not None else "",
+        )
+
     try:
-        if ledger is not None and int(cfg.concurrency) <= 1:
+        if n_workers > 1:
+            for done in run_in_workers(jobs, n_workers, produce):
+                try:
+                    guard.check(done)
+                finally:  # an infrastructure stop still records the episode (rerun on resume)
+                    writer.put_lines(done.index, done.line, done.trace_line)
+                bar.update(1)
+        elif ledger is not None and int(cfg.concurrency) <= 1:
             for position, job in enumerate(jobs):
                 await one_capped(position, job)
         elif ledger is not None:
@@ -406,6 +448,34 @@ async def run_jobs(
     if ledger is not None and (ledger.cut or ledger.dropped):
         raise CostCapReached(ledger.summary(writer.written))
     return writer.written
+
+
+MIN_JOBS_PER_WORKER = 16
+"""``workers=auto`` forks no more workers than this many jobs each keep busy."""
+
+
+def _parallel_launcher() -> bool:
+    """Whether Hydra runs this job beside others (joblib, submitit, ...): their processes
+    already use the cores."""
+    if not HydraConfig.initialized():
+        return False
+    target = str(OmegaConf.select(HydraConfig.get(), "launcher._target_", default="") or "")
+    return bool(target) and not target.endswith("BasicLauncher")
+
+
+def episode_workers(cfg: DictConfig, backend: str, *, capped: bool, n_jobs: int) -> int:
+    """Processes to run ``n_jobs`` episodes on. Only the simulated LLM is spread (a real
+    LLM's episodes wait on the server: ``concurrency`` overlaps them in one process), never
+    under a cost cap (charged in job order, in one process), and ``auto`` leaves the cores to
+    a parallel launcher's other jobs."""
+    setting = cfg.get("workers", "auto")
+    if backend != "sim" or capped or not can_fork() or n_jobs < 2:
+        return 1
+    if setting == "auto":
+        if _parallel_launcher():
+            return 1
+        return max(1, min(available_cores(), n_jobs // MIN_JOBS_PER_WORKER))
+    return max(1, min(int(setting), n_jobs))
 
 
 def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
@@ -445,6 +515,18 @@ def validate(cfg: DictConfig) -> dict[str, Any]:
     BackendFactory(container["llm"], check_key=not settings.dry_run)
     model_profiles(container["llm"])
     check_cost_cap(container)  # a cost cap needs the model's price
+    if isinstance(settings.workers, int) and settings.workers > 1 and not settings.dry_run:
+        if container["llm"].get("backend", "sim") != "sim":
+            raise ConfigError(
+                f"workers={settings.workers}: worker processes run the simulated LLM; a real "
+                "LLM's episodes overlap in one process with concurrency=N (and "
+                "llm.max_concurrency)"
+            )
+        if settings.budget.max_cost_usd is not None:
+            raise ConfigError(
+                f"workers={settings.workers} with budget.max_cost_usd: the cost cap charges "
+                "episodes in job order in one process; drop one of them"
+            )
     return container
 
 
@@ -614,6 +696,8 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             )
         except CostCapReached as exc:  # a clean stop: the records written are complete
             capped = exc
+        del prepared  # the jobs and their tasks (1-2 KB each): the tables read the records
+        gc.collect()
         figures = cfg.get("figures")
         draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them
         table, df = finish(out_dir, int(cfg.seed), list(cfg.planner), figures=draw)

@@ -284,12 +284,25 @@ def test_a_dead_endpoint_stops_the_job_within_seconds(tmp_path: Path) -> None:
         ("budget.max_llm_calls_per_episode=0", "budget.max_llm_calls_per_episode=0"),
         ("+n_task=3", "n_task=3: unknown key"),
         ("llm.models.default.ttft_s=-1", "llm.models.default.ttft_s=-1"),
+        ("workers=0", "workers=0"),
+        ("workers=many", 'workers="many"'),
     ],
 )
 def test_an_invalid_value_is_named_before_any_episode(override: str, key: str) -> None:
     with pytest.raises(ConfigError) as err:
         validate(cfg_of(override))
     assert key in str(err.value) and "\n" not in str(err.value)
+
+
+def test_worker_processes_are_refused_where_records_would_depend_on_them() -> None:
+    """A real LLM's cache and concurrency bound, and the job cost cap's job-order ledger,
+    live in one process: more workers are refused by name, not silently ignored."""
+    real = cfg_of("llm=openai", "llm.base_url=http://127.0.0.1:9/v1", "workers=2")
+    with pytest.raises(ConfigError, match="workers=2: worker processes run the simulated LLM"):
+        validate(real)
+    with pytest.raises(ConfigError, match="workers=2 with budget.max_cost_usd"):
+        validate(cfg_of("workers=2", "budget.max_cost_usd=1.0"))
+    validate(cfg_of("llm=openai", "llm.base_url=http://127.0.0.1:9/v1"))  # auto: one process
 
 
 def test_skill_validation_follows_the_profile_model() -> None:

@@ -92,9 +92,12 @@ def test_cli_writes_records_and_prints_the_table(tmp_path: Path) -> None:
 
 
 def test_same_seed_gives_byte_identical_records_whatever_the_concurrency(tmp_path: Path) -> None:
-    cli(tmp_path / "a", "n_tasks=3", "seed=3")
-    cli(tmp_path / "b", "n_tasks=3", "seed=3", "concurrency=8")
-    assert records(tmp_path / "a") == records(tmp_path / "b")
+    cli(tmp_path / "a", "n_tasks=3", "seed=3", "workers=1")
+    cli(tmp_path / "b", "n_tasks=3", "seed=3", "concurrency=8", "workers=1")
+    cli(tmp_path / "w", "n_tasks=3", "seed=3", "workers=3")  # three processes, one writer
+    assert records(tmp_path / "a") == records(tmp_path / "b") == records(tmp_path / "w")
+    traces = [(tmp_path / d / "traces.jsonl").read_text() for d in "aw"]
+    assert traces[0] == traces[1]
     cli(tmp_path / "c", "n_tasks=3", "seed=4")
     assert records(tmp_path / "a") != records(tmp_path / "c")
 
