@@ -74,6 +74,9 @@ class Request:
 
     digest: str
     occurrence: int = 0
+    # the prompt's o200k token count, already taken for the budget: passed along so a backend
+    # need not count it again (not part of the identity)
+    o200k_prompt: int | None = field(default=None, compare=False)
 
     @staticmethod
     def digest_of(messages: Sequence[Message]) -> str:
@@ -186,7 +189,7 @@ class EpisodeLLM:
         if self.cost_gate is not None:  # the job's cost cap: refused before anything is sent
             self.cost_gate.check(self.usage)
         digest = Request.digest_of(messages)
-        request = Request(digest, self._asked[digest])
+        request = Request(digest, self._asked[digest], counted_prompt)
         self._asked[digest] += 1
         start = clock.now()
         extra = {"tools": tools} if tools and getattr(self.backend, "native_tools", False) else {}

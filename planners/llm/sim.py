@@ -224,7 +224,9 @@ class SimLLM:
         # transcript in between is only read when the request needs its observations.
         system = messages[0]["content"] if messages else ""
         last = messages[-1]["content"] if messages else ""
-        tokens = count_messages(messages)
+        tokens = request.o200k_prompt
+        if tokens is None:
+            tokens = count_messages(messages)
         d = _Decider(self, skill, rng, tokens)
         if "candidate next actions" in last:
             text = d.propose_actions(messages, last)
