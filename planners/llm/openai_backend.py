@@ -84,10 +84,15 @@ def endpoint_error(exc: Exception) -> EndpointError:
     kind = type(exc).__name__
     if isinstance(exc, openai.BadRequestError) and _CONTEXT_OVERFLOW.search(str(exc)):
         kind = "ContextLengthExceeded"
-    cause = exc.__cause__
-    text = str(exc) + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
     status = getattr(exc, "status_code", None)
-    prefix = f"HTTP {status}: " if status is not None and not text.startswith(str(status)) else ""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = body["message"]  # the server's own words, without the SDK's "Error code: ..."
+    else:
+        text = str(exc).removeprefix(f"Error code: {status} - ")
+    cause = exc.__cause__
+    text += f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+    prefix = f"HTTP {status}: " if status is not None else ""
     return EndpointError(kind, prefix + " ".join(text.split()))
 
 
