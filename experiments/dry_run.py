@@ -233,7 +233,8 @@ def estimate(cfg: DictConfig, prepared: Prepared) -> str:
         verdict = (
             "the estimate is within it"
             if share >= 1.0
-            else f"the job would stop at the cap after about {share:.0%} of its cost"
+            else f"the job would stop at the cap (the estimate is {_usd(total)}: it would "
+            f"spend about {share:.0%} of it, in job order)"
         )
         lines.append(f"Job cost cap: budget.max_cost_usd={float(cap):g}: {verdict}.")
     return "\n".join(lines)
