@@ -3,7 +3,9 @@
 Printed as Markdown tables:
 
 1. the default ``planarena`` job (``--sizes``, default 20 = the default run), each in a fresh
-   process: wall time, episodes/s, CPU seconds and the child's peak resident memory;
+   process and with each ``--workers`` value (default ``1`` and ``auto``): wall time,
+   episodes/s, CPU seconds, the peak resident memory of the largest process and the peak
+   of all the job's processes together (PSS);
 2. ``planarena planner=react env=report complexity=simple n_tasks=N`` for N in
    ``--react-sizes`` (default 1k, 10k, 100k episodes): end-to-end episodes/s and peak memory,
    to show whether memory stays flat in the number of episodes;
@@ -73,10 +75,40 @@ def per_planner(n: int, seed: int) -> list[dict[str, object]]:
     return rows
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (from /proc; empty when not on Linux)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return out
+
+
+def _pss_mb(pids: list[int]) -> float:
+    """Proportional set size of ``pids`` together: pages the processes share (forked
+    workers) are split between them rather than counted once per process."""
+    total = 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+    return total / 1024
+
+
 def command(*overrides: str) -> dict[str, float]:
-    """One ``planarena`` job in a fresh process: wall seconds, episodes written, the child's
-    peak resident memory (``ru_maxrss`` from ``wait4``, so no extra dependency) and its exit
-    status."""
+    """One ``planarena`` job in a fresh process: wall seconds, episodes written, CPU seconds
+    of the whole process tree, the peak resident memory of its largest process
+    (``ru_maxrss`` from ``wait4``) and the peak of all its processes together (their PSS,
+    sampled every 50 ms from /proc: worker processes count), and its exit status."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             sys.executable,
@@ -88,7 +120,13 @@ def command(*overrides: str) -> dict[str, float]:
         ]
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
+        together = 0.0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            together = max(together, _pss_mb(_tree(proc.pid)))
+            time.sleep(0.05)
         wall = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: harness errors (recorded)
             raise RuntimeError(f"planarena {' '.join(overrides)} failed with status {status}")
@@ -100,23 +138,32 @@ def command(*overrides: str) -> dict[str, float]:
         "episodes_per_s": round(episodes / wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_pss_all_mb": round(together, 1),
     }
 
 
-def whole_command(sizes: list[int]) -> list[dict[str, object]]:
-    """The default job (every planner, three complexities) at growing ``n_tasks``."""
-    return [{"n_tasks": n, **command(f"n_tasks={n}")} for n in sizes]
+def whole_command(sizes: list[int], workers: list[str]) -> list[dict[str, object]]:
+    """The default job (every planner, env and complexity) at growing ``n_tasks``."""
+    return [
+        {"n_tasks": n, "workers": w, **command(f"n_tasks={n}", f"workers={w}")}
+        for n in sizes
+        for w in workers
+    ]
 
 
-def react_scaling(sizes: list[int]) -> list[dict[str, object]]:
+def react_scaling(sizes: list[int], workers: list[str]) -> list[dict[str, object]]:
     """``planarena planner=react env=report complexity=simple n_tasks=N``: end-to-end
-    episodes/s and peak memory at growing N (one process per size; one env, so N episodes)."""
+    episodes/s and peak memory at growing N (one job per size; one env, so N episodes)."""
     return [
         {
             "n_tasks": n,
-            **command("planner=react", "env=report", "complexity=simple", f"n_tasks={n}"),
+            "workers": w,
+            **command(
+                "planner=react", "env=report", "complexity=simple", f"n_tasks={n}", f"workers={w}"
+            ),
         }
         for n in sizes
+        for w in workers
     ]
 
 
@@ -146,6 +193,12 @@ def main() -> None:
         default=[1000, 10000, 100000],
         help="n_tasks values for planner=react complexity=simple",
     )
+    parser.add_argument(
+        "--workers",
+        nargs="*",
+        default=["1", "auto"],
+        help="workers= values to measure each job with (1: one core; auto: one per core)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.n:
@@ -153,10 +206,10 @@ def main() -> None:
         print(markdown(per_planner(args.n, args.seed)))
     if args.sizes:
         print("\n## The default `planarena` job (every planner x 3 complexities x n_tasks)\n")
-        print(markdown(whole_command(args.sizes)))
+        print(markdown(whole_command(args.sizes, args.workers)))
     if args.react_sizes:
         print("\n## `planarena planner=react env=report complexity=simple n_tasks=N`\n")
-        print(markdown(react_scaling(args.react_sizes)))
+        print(markdown(react_scaling(args.react_sizes, args.workers)))
 
 
 if __name__ == "__main__":
