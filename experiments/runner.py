@@ -426,6 +426,9 @@ async def run_jobs(
 
     try:
         if n_workers > 1:
+            from planners.llm.tokens import encoding
+
+            encoding()  # loaded once here, not once per worker
             for done in run_in_workers(jobs, n_workers, produce):
                 try:
                     guard.check(done)
