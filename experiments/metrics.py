@@ -344,6 +344,8 @@ _NOT_CONFIG_KEYS = frozenset(
         "resume",
         "write_traces",
         "figures",
+        "fail_fast",
+        "dry_run",
         "report_extra",
         "llm.max_concurrency",
         "llm.cache_dir",

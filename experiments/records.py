@@ -73,6 +73,7 @@ OUTPUT_ONLY_KEYS = (
     "resume",
     "write_traces",
     "figures",
+    "fail_fast",
     "report_extra",
     "hydra",
     "llm.max_concurrency",
