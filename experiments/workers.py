@@ -58,10 +58,31 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def _die_with_parent(parent: int) -> None:
+    """A worker must not outlive its parent: an orphan would keep the run dir's lock (its
+    inherited descriptor) and compute for nobody. Linux kills it with the parent."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the broken pipe ends it at its next send
+        pass
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
 def _worker(
-    conn: Connection, shard: Sequence[Any], produce: Callable[[Any], Awaitable[Finished]]
+    conn: Connection,
+    shard: Sequence[Any],
+    produce: Callable[[Any], Awaitable[Finished]],
+    parent: int,
+    inherited: Sequence[Connection],
 ) -> None:
+    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
+    for other in inherited:  # the parent's reading ends: a send must fail once it is gone
+        other.close()
 
     async def main() -> None:
         batch: list[Finished] = []
@@ -97,8 +118,11 @@ def run_in_workers(
     try:
         for k in range(n_workers):
             receive, send = context.Pipe(duplex=False)
+            inherited = [*live, receive]
             proc = context.Process(
-                target=_worker, args=(send, jobs[k::n_workers], produce), daemon=True
+                target=_worker,
+                args=(send, jobs[k::n_workers], produce, os.getpid(), inherited),
+                daemon=True,
             )
             proc.start()
             send.close()  # the parent's copy: EOF on `receive` once the worker is gone

@@ -405,6 +405,35 @@ def test_kill_9_at_any_instant_then_rerun_equals_an_uninterrupted_run(tmp_path: 
         assert trace_keys(out) == episode_keys(out)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_worker_processes_die_with_a_killed_job(tmp_path: Path) -> None:
+    """Orphaned workers would hold the run dir's lock and compute for nobody."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "experiments.runner", f"hydra.run.dir={tmp_path}", *SMALL]
+    cmd += ["planner=react", "n_tasks=2000", "workers=2", "figures=false"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+    episodes, deadline = tmp_path / "episodes.jsonl", time.monotonic() + 60
+    while time.monotonic() < deadline and not (episodes.exists() and episodes.stat().st_size):
+        time.sleep(0.02)
+    children_file = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    workers = [int(c) for c in children_file.read_text().split()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+
+
 def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [
