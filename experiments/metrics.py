@@ -70,8 +70,9 @@ PAIR_KEYS: tuple[str, ...] = ("seed", "env", "complexity", "task_id")
 """Base pairing keys (a task, whatever its trials); :func:`pair_keys` adds swept columns."""
 CONFIG_KEYS: tuple[str, ...] = ("seed", "llm", "faults")
 """Record columns that name a run's configuration; a swept one becomes a group key."""
-BOOT_CHUNK_ELEMENTS = 1 << 21
-"""Bootstrap work arrays hold at most this many numbers (~16 MB of float64) at a time."""
+BOOT_CHUNK_ELEMENTS = 1 << 19
+"""Bootstrap work arrays hold at most this many numbers (~4 MB of float64) at a time (the
+resamples, and so every interval, do not depend on it; smaller chunks also ran faster)."""
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "n",
