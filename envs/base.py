@@ -61,8 +61,17 @@ class Env(Protocol):
     name: str
 
     def generate(
-        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
-    ) -> list[Task]: ...
+        self,
+        n: int,
+        *,
+        seed: int,
+        complexity: str,
+        unreachable_rate: float = 0.0,
+        start: int = 0,
+    ) -> list[Task]:
+        """Tasks ``start .. start + n - 1`` of the (seed, complexity) sequence: task ``i`` is
+        the same whatever ``n`` and ``start`` (a job builds them in chunks, or one at a time)."""
+        ...
 
     def make_tools(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]

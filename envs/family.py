@@ -446,12 +446,22 @@ def _where_ok(where: str, layer: int, last: int) -> bool:
 
 
 def generate(
-    decl: FamilyDecl, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+    decl: FamilyDecl,
+    n: int,
+    *,
+    seed: int,
+    complexity: str,
+    unreachable_rate: float = 0.0,
+    start: int = 0,
 ) -> list[Task]:
-    """``n`` seeded tasks of the family at one complexity (plain data in ``Task.world``)."""
+    """``n`` seeded tasks of the family at one complexity (plain data in ``Task.world``), from
+    task number ``start`` on."""
     if complexity not in COMPLEXITIES:
         raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {complexity!r}")
-    return [_one_task(decl, seed, complexity, index, unreachable_rate) for index in range(n)]
+    return [
+        _one_task(decl, seed, complexity, index, unreachable_rate)
+        for index in range(start, start + n)
+    ]
 
 
 def _one_task(
@@ -1231,10 +1241,21 @@ class FamilyEnv:
         }
 
     def generate(
-        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+        self,
+        n: int,
+        *,
+        seed: int,
+        complexity: str,
+        unreachable_rate: float = 0.0,
+        start: int = 0,
     ) -> list[Task]:
         return generate(
-            self.decl, n, seed=seed, complexity=complexity, unreachable_rate=unreachable_rate
+            self.decl,
+            n,
+            seed=seed,
+            complexity=complexity,
+            unreachable_rate=unreachable_rate,
+            start=start,
         )
 
     def make_tools(

@@ -402,7 +402,13 @@ def _question(branches: list[dict[str, Any]]) -> str:
 
 
 def generate_tasks(
-    n: int, *, seed: int, complexity: str, p_trap: float = 0.5, unreachable_rate: float = 0.0
+    n: int,
+    *,
+    seed: int,
+    complexity: str,
+    p_trap: float = 0.5,
+    unreachable_rate: float = 0.0,
+    start: int = 0,
 ) -> list[Task]:
     """``n`` seeded questions: simple (one fact about a named crag, 1 retrieval), medium (the
     nearest crag to a station, then its easiest route: 2 hops), complex (two stations, three
@@ -413,7 +419,7 @@ def generate_tasks(
     plain_stations = [s[0] for s in STATIONS if s[3] is None]
     nearest = {s[0]: s[1] for s in STATIONS}
     tasks = []
-    for index in range(n):
+    for index in range(start, start + n):
         rng = derive_rng(seed, "task", ENV_NAME, complexity, index)
         branches: list[dict[str, Any]] = []
         if complexity == "simple":
@@ -580,7 +586,13 @@ class RagEnv:
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
     def generate(
-        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+        self,
+        n: int,
+        *,
+        seed: int,
+        complexity: str,
+        unreachable_rate: float = 0.0,
+        start: int = 0,
     ) -> list[Task]:
         return generate_tasks(
             n,
@@ -588,6 +600,7 @@ class RagEnv:
             complexity=complexity,
             p_trap=self.p_trap,
             unreachable_rate=unreachable_rate,
+            start=start,
         )
 
     def make_tools(

@@ -157,12 +157,14 @@ def generate_tasks(
     complexity: str,
     p_stale_trap: float = 0.5,
     unreachable_rate: float = 0.0,
+    start: int = 0,
 ) -> list[Task]:
-    """``n`` seeded tasks at one complexity (simple: 1 branch, medium: 2, complex: 3-4)."""
+    """``n`` seeded tasks at one complexity (simple: 1 branch, medium: 2, complex: 3-4), from
+    task number ``start`` on."""
     if complexity not in COMPLEXITIES:
         raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {complexity!r}")
     tasks = []
-    for index in range(n):
+    for index in range(start, start + n):
         rng = derive_rng(seed, "task", ENV_NAME, complexity, index)
         low, high = BRANCHES[complexity]
         k = rng.randint(low, high)
@@ -389,7 +391,13 @@ class ReportEnv:
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
     def generate(
-        self, n: int, *, seed: int, complexity: str, unreachable_rate: float = 0.0
+        self,
+        n: int,
+        *,
+        seed: int,
+        complexity: str,
+        unreachable_rate: float = 0.0,
+        start: int = 0,
     ) -> list[Task]:
         return generate_tasks(
             n,
@@ -397,6 +405,7 @@ class ReportEnv:
             complexity=complexity,
             p_stale_trap=self.p_stale_trap,
             unreachable_rate=unreachable_rate,
+            start=start,
         )
 
     def make_tools(

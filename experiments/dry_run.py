@@ -42,13 +42,13 @@ def sample(jobs: list[Job], k: int = SAMPLE_TASKS) -> list[Job]:
     """The jobs of the first ``k`` tasks of each env x complexity, trial 0, every planner."""
     first: dict[tuple[str, str], list[str]] = defaultdict(list)
     for job in jobs:
-        ids = first[(job.env_name, job.task.complexity)]
-        if job.task.task_id not in ids:
-            ids.append(job.task.task_id)
+        ids = first[(job.env_name, job.ref.complexity)]
+        if job.ref.task_id not in ids:
+            ids.append(job.ref.task_id)
     return [
         j
         for j in jobs
-        if j.trial == 0 and j.task.task_id in first[(j.env_name, j.task.complexity)][:k]
+        if j.trial == 0 and j.ref.task_id in first[(j.env_name, j.ref.complexity)][:k]
     ]
 
 
@@ -137,10 +137,10 @@ def tally(cfg: DictConfig, prepared: Prepared) -> DryRun:
     records = asyncio.run(_simulate(cfg, prepared, jobs, sim))
     full: dict[tuple[str, str, str], int] = defaultdict(int)  # the job's episodes per cell
     for job in prepared.jobs:
-        full[(job.planner_name, job.env_name, job.task.complexity)] += 1
+        full[(job.planner_name, job.env_name, job.ref.complexity)] += 1
     cells: dict[tuple[str, str, str], Estimate] = defaultdict(Estimate)
     for job, r in zip(jobs, records, strict=True):
-        cells[(job.planner_name, job.env_name, job.task.complexity)].add(
+        cells[(job.planner_name, job.env_name, job.ref.complexity)].add(
             Estimate(1, r.llm_calls, r.tokens_prompt, r.tokens_completion, r.cost_usd)
         )
     real = llm.get("backend", "sim") != "sim"

@@ -21,7 +21,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -161,24 +161,74 @@ class RunSettings(_Settings):
 
 
 @dataclass(frozen=True)
+class TaskRef:
+    """Which task a job runs: task ``number`` of an env's (seed, complexity) sequence, with
+    the names its records carry. The task itself is built again when the job runs (tasks are
+    1-2 KB each: kept for every job, they were most of a 100k-episode job's memory)."""
+
+    env_name: str  # the config's key in ``env``
+    complexity: str
+    number: int
+    env: str  # the env's own name, as records carry it (env=file names it by its file)
+    task_id: str
+
+
+class TaskMaker:
+    """Builds a job's task from its :class:`TaskRef` (the last one kept: trials of a task
+    and the jobs of one process that follow each other reuse it)."""
+
+    def __init__(self, envs: dict[str, Env], seed: int, unreachable_rate: float) -> None:
+        self.envs = envs
+        self.seed = seed
+        self.unreachable_rate = unreachable_rate
+        self._last: tuple[TaskRef, Task] | None = None
+
+    def refs(self, env_name: str, complexity: str, n: int, chunk: int = 1000) -> list[TaskRef]:
+        """Refs of the first ``n`` tasks, generated ``chunk`` at a time and not kept."""
+        out: list[TaskRef] = []
+        for start in range(0, n, chunk):
+            tasks = self._generate(env_name, complexity, min(chunk, n - start), start)
+            out += [
+                TaskRef(env_name, complexity, start + i, t.env, t.task_id)
+                for i, t in enumerate(tasks)
+            ]
+        return out
+
+    def task(self, ref: TaskRef) -> Task:
+        if self._last is not None and self._last[0] == ref:
+            return self._last[1]
+        (task,) = self._generate(ref.env_name, ref.complexity, 1, ref.number)
+        if task.task_id != ref.task_id:  # an env whose task i depends on how many it made
+            raise RuntimeError(f"env {ref.env_name!r} made {task.task_id}, not {ref.task_id}")
+        self._last = (ref, task)
+        return task
+
+    def _generate(self, env_name: str, complexity: str, n: int, start: int) -> list[Task]:
+        return self.envs[env_name].generate(
+            n,
+            seed=self.seed,
+            complexity=complexity,
+            unreachable_rate=self.unreachable_rate,
+            start=start,
+        )
+
+
+@dataclass(frozen=True)
 class Job:
     index: int
     planner_name: str
     env_name: str
-    task: Task
+    ref: TaskRef
     trial: int
+    maker: TaskMaker = field(compare=False, repr=False)
+
+    @property
+    def task(self) -> Task:
+        return self.maker.task(self.ref)
 
     def key(self, seed: int, config_id: str) -> tuple[str, str, str, str, int, int, str]:
-        t = self.task
-        return (
-            self.planner_name,
-            t.env,  # the env's own name, as records carry it (env=file names it by its file)
-            t.complexity,
-            t.task_id,
-            seed,
-            self.trial,
-            config_id,
-        )
+        r = self.ref
+        return (self.planner_name, r.env, r.complexity, r.task_id, seed, self.trial, config_id)
 
 
 def as_list(value: Any) -> list[Any]:
@@ -197,19 +247,15 @@ def build_jobs(
     cfg: DictConfig, planners: dict[str, Planner], envs: dict[str, Env], faults: FaultConfig
 ) -> list[Job]:
     jobs: list[Job] = []
+    maker = TaskMaker(envs, int(cfg.seed), faults.unreachable_rate)
     complexities = [str(c) for c in as_list(cfg.complexity)]
-    for env_name, env in envs.items():
+    for env_name in envs:
         for complexity in complexities:
-            tasks = env.generate(
-                int(cfg.n_tasks),
-                seed=int(cfg.seed),
-                complexity=complexity,
-                unreachable_rate=faults.unreachable_rate,
-            )
+            refs = maker.refs(env_name, complexity, int(cfg.n_tasks))
             for planner_name in planners:
-                for task in tasks:
+                for ref in refs:
                     for trial in range(int(cfg.trials)):
-                        jobs.append(Job(len(jobs), planner_name, env_name, task, trial))
+                        jobs.append(Job(len(jobs), planner_name, env_name, ref, trial, maker))
     return jobs
 
 
@@ -353,15 +399,16 @@ async def run_jobs(
         job: Job, gate: JobCostGate | None = None
     ) -> tuple[EpisodeRecord, dict[str, Any]]:
         env = envs[job.env_name]
-        seed_keys = (seed, job.task.env, job.task.task_id, job.trial)
+        task = job.task
+        seed_keys = (seed, task.env, task.task_id, job.trial)
         # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
         # same answer, whichever planner sends it
-        backend = factory.for_episode(env, job.task, seed_keys)
+        backend = factory.for_episode(env, task, seed_keys)
         return await run_episode(
             planner_name=job.planner_name,
             planner=planners[job.planner_name],
             env=env,
-            task=job.task,
+            task=task,
             backend=backend,
             llm_label=label,
             faults_label=faults.name,

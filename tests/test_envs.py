@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +224,24 @@ def test_keyed_draws_equal_the_flat_draws_they_speed_up(keys: tuple[object, ...]
     assert draws.uniform01(*keys) == uniform01(*prefix, *keys)
     assert draws.rng(*keys).random() == derive_rng(*prefix, *keys).random()
     assert KeyedDraws(*prefix, "b").seed() != draws.seed("c")
+
+
+ENV_CONFIGS = sorted(
+    p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "env").glob("*.yaml")
+)
+
+
+@pytest.mark.parametrize("name", [n for n in ENV_CONFIGS if n != "file"])
+def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
+    """A job keeps only which task each episode runs and builds it again when it runs, so
+    task i must be the same generated alone, in a chunk, or among the first n."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    root = Path(__file__).resolve().parents[1]
+    env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
+    for complexity in ("simple", "complex"):
+        kw = {"seed": 4, "complexity": complexity, "unreachable_rate": 0.3}
+        first = env.generate(8, **kw)
+        assert env.generate(5, start=3, **kw) == first[3:]
+        assert env.generate(1, start=6, **kw) == [first[6]]
