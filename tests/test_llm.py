@@ -141,3 +141,45 @@ def test_an_episodes_latency_and_cost_add_up_from_its_trace() -> None:
             for e in llm
         )
         assert record.cost_usd == pytest.approx(cost, abs=1e-7)
+
+
+def test_counting_a_text_by_its_lines_equals_encoding_it_whole() -> None:
+    """count_text sums cached line pieces; o200k must give the same count for the whole text
+    (line breaks before "/" or white space, "\\r\\n", punctuation runs, other scripts)."""
+    import random
+
+    rng = random.Random(0)
+    alphabet = [
+        "a",
+        "Bc",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "/",
+        "//",
+        "{",
+        "}",
+        ":",
+        "1",
+        "23",
+        "é",
+        "漢字",
+        "\r\n",
+        ".",
+        "-",
+        "_",
+        '"',
+        "'s",
+        "ERROR",
+        " /x",
+        ")\n/",
+    ]
+    texts = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(80, 400))) for _ in range(3000)
+    ]
+    texts.append("Task: find revenue\n" * 40 + 'Action Input: {"q": "a/b"}\n/path\n  indented\n')
+    enc = encoding()
+    for text in texts:
+        assert count_text(text) == len(enc.encode_ordinary(text)), repr(text[:120])

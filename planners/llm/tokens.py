@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -71,10 +72,27 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
+# A line break followed by a character that is neither white space nor "/" always ends one
+# of o200k's pre-tokens (no pattern of its split regex runs across it; only "[\r\n/]*" after
+# punctuation can take a following "/"), and BPE merges never cross pre-tokens: so the count
+# of a text is the sum of the counts of its pieces cut there. Prompts share most lines with
+# the prompts before them (task, tool catalogue, the plan so far), so counting lines with a
+# cache encodes only what is new; tests check the sum against one whole encoding.
+_LINE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
+_WHOLE_BELOW = 256  # characters: shorter texts are encoded whole
+
+
+@lru_cache(maxsize=65_536)  # lines of recent prompts; bounded
+def _count_piece(piece: str) -> int:
+    return len(encoding().encode_ordinary(piece))
+
+
 @lru_cache(maxsize=16_384)  # recent messages: a transcript is recounted every turn; bounded
 def count_text(text: str) -> int:
     """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
-    return len(encoding().encode_ordinary(text))
+    if len(text) < _WHOLE_BELOW or "\n" not in text:
+        return len(encoding().encode_ordinary(text))
+    return sum(_count_piece(piece) for piece in _LINE_CUT.split(text))
 
 
 def count_messages(messages: Sequence[Mapping[str, str]]) -> int:
