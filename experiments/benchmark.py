@@ -75,6 +75,11 @@ def per_planner(n: int, seed: int) -> list[dict[str, object]]:
     return rows
 
 
+PSS_EVERY_S = 0.5
+"""How often the job's PSS is sampled: reading ``smaps_rollup`` walks a process's page
+tables under its memory lock, and at 50 ms it slowed a job by a third."""
+
+
 def _tree(pid: int) -> list[int]:
     """``pid`` and its live descendants (from /proc; empty when not on Linux)."""
     out, todo = [], [pid]
@@ -108,7 +113,8 @@ def command(*overrides: str) -> dict[str, float]:
     """One ``planarena`` job in a fresh process: wall seconds, episodes written, CPU seconds
     of the whole process tree, the peak resident memory of its largest process
     (``ru_maxrss`` from ``wait4``) and the peak of all its processes together (their PSS,
-    sampled every 50 ms from /proc: worker processes count), and its exit status."""
+    sampled every :data:`PSS_EVERY_S` from /proc: worker processes count), and its exit
+    status."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             sys.executable,
@@ -126,7 +132,7 @@ def command(*overrides: str) -> dict[str, float]:
             if pid:
                 break
             together = max(together, _pss_mb(_tree(proc.pid)))
-            time.sleep(0.05)
+            time.sleep(PSS_EVERY_S)
         wall = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: harness errors (recorded)
             raise RuntimeError(f"planarena {' '.join(overrides)} failed with status {status}")
