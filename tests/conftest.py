@@ -5,11 +5,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_server import FakeOpenAI, serve
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -89,3 +90,18 @@ def small_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cmd = [str(BIN / "planarena"), *SMALL_RUN_ARGS, f"hydra.run.dir={run}"]
         subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
     return run
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A loopback OpenAI-compatible server (``fake_server.py``) for the real-LLM path."""
+    yield from serve()
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy or base-URL override from the developer's shell may redirect a request."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")

@@ -10,12 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI, serve
+from fake_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
@@ -168,11 +167,6 @@ def test_a_cap_needs_the_price_of_the_model(monkeypatch: pytest.MonkeyPatch) -> 
     for bad in ("0", "-1", "abc"):
         with pytest.raises(ConfigError, match="budget.max_cost_usd"):
             validate(cfg_of(f"budget.max_cost_usd={bad}"))
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    yield from serve()
 
 
 @pytest.fixture

@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_server import FakeOpenAI, serve
+from fake_server import FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
@@ -81,11 +80,6 @@ def test_a_real_model_is_priced_at_its_own_prices(monkeypatch: pytest.MonkeyPatc
         )
     unpriced = dry("n_tasks=3", "llm=openai", "llm.model=local-q4")
     assert unpriced.total.cost_usd is None and unpriced.total.llm_calls > 0
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    yield from serve()
 
 
 def cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:

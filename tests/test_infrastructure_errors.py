@@ -10,14 +10,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 from conftest import make_planner, tasks
-from fake_server import FakeOpenAI, serve
+from fake_server import FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
@@ -33,19 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"default": ModelProfile(name="fake")}
 CONTEXT_400 = "This model's maximum context length is 8192 tokens; the prompt has 9001"
 DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: connection refused
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    yield from serve()
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def episode(url: str, planner: str = "react", **backend: Any) -> tuple[EpisodeRecord, dict]:

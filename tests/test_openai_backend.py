@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +41,6 @@ MODELS = {"default": ModelProfile(name="fake")}
 PRICES = {"fake": {"usd_per_mtok_input": 1.0, "usd_per_mtok_output": 2.0}}
 # what differs between a run and its cached rerun: how it executed, not what it recorded
 EXECUTION_KEYS = ("wall_s", "llm_requests", "cache_hits", "llm_queue_s")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    yield from serve()
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No proxy or base-URL override from the developer's shell may redirect a request."""
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def generate(backend: OpenAIBackend, *batches: Sequence[Message]) -> list[str]:
