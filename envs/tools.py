@@ -202,9 +202,12 @@ def _probit(p: float) -> float:
     )
 
 
+_ARGS_KEY = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def args_key(args: Mapping[str, Any]) -> str:
     """A canonical text form of args, used to key per-argument draws and faults."""
-    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    return _ARGS_KEY.encode(args)
 
 
 class CallCounter:

@@ -98,6 +98,9 @@ def _job_dir_name(override_dirname: str) -> str:
 OmegaConf.register_new_resolver("planarena_unique", _unique_suffix, use_cache=True, replace=True)
 OmegaConf.register_new_resolver("planarena_job_dir", _job_dir_name, replace=True)
 
+# One encoder for every trace line (``json.dumps`` with options builds one per call).
+_TRACE_JSON = json.JSONEncoder(default=str, sort_keys=True)
+
 
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -277,7 +280,7 @@ class OrderedWriter:
             return
         self.buffer[index] = (
             record.model_dump_json(),
-            json.dumps(trace, default=str, sort_keys=True) if self.traces is not None else "",
+            _TRACE_JSON.encode(trace) if self.traces is not None else "",
         )
         self._drain()
 
@@ -468,7 +471,7 @@ async def run_jobs(
             rec.failure_mode,
             rec.detail,
             rec.model_dump_json(),
-            json.dumps(trace, default=str, sort_keys=True) if writer.traces is not None else "",
+            _TRACE_JSON.encode(trace) if writer.traces is not None else "",
         )
 
     try:

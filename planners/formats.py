@@ -345,9 +345,13 @@ def parse_score(text: str) -> float:
     return _score_of(match)
 
 
+_DUMPS = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
 def dumps(value: Any) -> str:
-    """Compact, deterministic JSON for prompts and observations."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+    """Compact, deterministic JSON for prompts and observations (one encoder, built once:
+    ``json.dumps`` with options builds a new one per call, a cost in the simulator's loop)."""
+    return _DUMPS.encode(value)
 
 
 def observation_text(result: Any = None, error: str | None = None) -> str:

@@ -21,6 +21,7 @@ from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import ENCODING, count_messages, count_text
 
 Message = Mapping[str, str]
+_DIGEST_JSON = json.JSONEncoder(ensure_ascii=False)
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")
 
 
@@ -80,7 +81,7 @@ class Request:
 
     @staticmethod
     def digest_of(messages: Sequence[Message]) -> str:
-        material = json.dumps([[m["role"], m["content"]] for m in messages], ensure_ascii=False)
+        material = _DIGEST_JSON.encode([[m["role"], m["content"]] for m in messages])
         return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
 
 
