@@ -224,6 +224,8 @@ def test_keyed_draws_equal_the_flat_draws_they_speed_up(keys: tuple[object, ...]
     assert draws.uniform01(*keys) == uniform01(*prefix, *keys)
     assert draws.rng(*keys).random() == derive_rng(*prefix, *keys).random()
     assert KeyedDraws(*prefix, "b").seed() != draws.seed("c")
+    for cut in range(len(keys) + 1):  # an extended prefix, hashed once, draws the same
+        assert draws.under(*keys[:cut]).seed(*keys[cut:]) == derive_seed(*prefix, *keys)
 
 
 ENV_CONFIGS = sorted(

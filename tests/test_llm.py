@@ -146,6 +146,7 @@ def test_an_episodes_latency_and_cost_add_up_from_its_trace() -> None:
 def test_counting_a_text_by_its_lines_equals_encoding_it_whole() -> None:
     """count_text sums cached line pieces; o200k must give the same count for the whole text
     (line breaks before "/" or white space, "\\r\\n", punctuation runs, other scripts)."""
+    import json
     import random
 
     rng = random.Random(0)
@@ -175,11 +176,19 @@ def test_counting_a_text_by_its_lines_equals_encoding_it_whole() -> None:
         "ERROR",
         " /x",
         ")\n/",
+        ", {",
+        ": [",
+        " {",
+        "  [",
+        "\n {",
+        "\t[",
     ]
     texts = [
         "".join(rng.choice(alphabet) for _ in range(rng.randint(80, 400))) for _ in range(3000)
     ]
     texts.append("Task: find revenue\n" * 40 + 'Action Input: {"q": "a/b"}\n/path\n  indented\n')
+    steps = [{"id": f"step_{i}", "args": {"q": [i, "x y"]}, "depends_on": []} for i in range(9)]
+    texts.append("Plan so far: " + json.dumps(steps) + "\nPropose 3 candidate next steps")
     enc = encoding()
     for text in texts:
         assert count_text(text) == len(enc.encode_ordinary(text)), repr(text[:120])

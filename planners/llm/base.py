@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from envs import clock
@@ -22,6 +23,14 @@ from planners.llm.tokens import ENCODING, count_messages, count_text
 
 Message = Mapping[str, str]
 _DIGEST_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+@lru_cache(maxsize=16_384)  # recent messages; bounded
+def _message_json(role: str, content: str) -> str:
+    """``[role, content]`` as JSON: one item of :meth:`Request.digest_of`'s material."""
+    return _DIGEST_JSON.encode([role, content])
+
+
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")
 
 
@@ -81,7 +90,9 @@ class Request:
 
     @staticmethod
     def digest_of(messages: Sequence[Message]) -> str:
-        material = _DIGEST_JSON.encode([[m["role"], m["content"]] for m in messages])
+        """A hash of the JSON list ``[[role, content], ...]``, built from each message's
+        encoding (cached: a transcript resends the same messages every turn)."""
+        material = "[" + ", ".join([_message_json(m["role"], m["content"]) for m in messages]) + "]"
         return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
 
 

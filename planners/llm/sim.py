@@ -105,9 +105,7 @@ def _digest(*parts: object) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
 
 
-def _obs_signature(observations: Sequence[Obs]) -> str:
-    """What was observed, independent of how a prompt numbered it."""
-    return _digest(*((o.tool, dumps(o.args), o.error) for o in observations))
+_NO_OBSERVATION = _digest()  # the signature of nothing observed yet
 
 
 @lru_cache(maxsize=4096)
@@ -210,6 +208,10 @@ class SimLLM:
         self._beliefs: dict[tuple[object, ...], Belief] = {}
         self._initial: _Gold | None = None
         self._skills: dict[float, SkillProfile] = {}
+        # JSON of values the episode's prompts share (an observation's args and result are
+        # re-read every turn): keyed by identity, the value kept alive beside its text
+        self._json: dict[int, tuple[object, str]] = {}
+        self._noticed: dict[tuple[str, str, str], float] = {}
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
@@ -248,6 +250,27 @@ class SimLLM:
 
     # --- what the model sees -----------------------------------------------------------------
 
+    def json_of(self, value: Any) -> str:
+        """``dumps(value)``, once per object: the simulator only reads the values it parsed."""
+        if value is None or isinstance(value, (str, int, float)):
+            return dumps(value)
+        known = self._json.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = dumps(value)
+        self._json[id(value)] = (value, text)
+        return text
+
+    def signature(self, observations: Sequence[Obs]) -> str:
+        """What was observed, independent of how a prompt numbered it."""
+        return _digest(*((o.tool, self.json_of(o.args), o.error) for o in observations))
+
+    def _misses(self, skill: SkillProfile, o: Obs) -> bool:
+        key = (o.tool, self.json_of(o.args), self.json_of(o.result))
+        if (draw := self._noticed.get(key)) is None:
+            draw = self._noticed[key] = self.draws.uniform01("notice", *key)
+        return draw < skill.p_miss_signal
+
     def overlooked(
         self, skill: SkillProfile, obs: Sequence[Obs], flagged: frozenset[str] = frozenset()
     ) -> frozenset[str]:
@@ -257,10 +280,7 @@ class SimLLM:
         return frozenset(
             o.key
             for o in obs
-            if o.key not in flagged
-            and self.oracle.subtle(o)
-            and self.draws.uniform01("notice", o.tool, dumps(o.args), dumps(o.result))
-            < skill.p_miss_signal
+            if o.key not in flagged and self.oracle.subtle(o) and self._misses(skill, o)
         )
 
     def belief(
@@ -275,8 +295,7 @@ class SimLLM:
         if (known := self._beliefs.get(memo)) is not None:
             return known  # the same point asked again (a judge after a proposer, a rollout)
 
-        def u(*keys: object) -> float:
-            return self.draws.uniform01("belief", point, *keys)
+        u = self.draws.under("belief", point).uniform01
 
         top = "right"
         if "trap" in available and u("trap") < skill.p_trap:
@@ -417,7 +436,7 @@ class _Decider:
         overlooked = self.sim.overlooked(self.skill, obs)
         gold = self.oracle.remaining(obs, overlooked)
         options = self._action_options(gold, obs, overlooked)
-        point = _digest("act", _obs_signature(obs), gold[0].key if gold else "done")
+        point = _digest("act", self.sim.signature(obs), gold[0].key if gold else "done")
         belief = self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
         return obs, gold, belief, options
 
@@ -568,7 +587,7 @@ class _Decider:
         flagged = frozenset(checked | ({failed_id} if failed_id else set()))
         overlooked = self.sim.overlooked(self.skill, obs, flagged)
         gold = self.oracle.remaining(obs, overlooked)
-        state = _obs_signature(obs)
+        state = self.sim.signature(obs)
         revising = (
             _json_after(prompt, "A candidate plan:") if "Improve this plan" in prompt else None
         )
@@ -672,7 +691,7 @@ class _Decider:
         init = self.sim.initial_gold()
         if i >= len(init.gold):
             return Belief("right", {"right": PREFERRED[0]})
-        return self._step_belief(_obs_signature([]), init.gold[i])
+        return self._step_belief(_NO_OBSERVATION, init.gold[i])
 
     def _plan_values(self, steps: list[Any]) -> tuple[float, bool]:
         """(how good the plan looks to the model: as good as its weakest step; whether the

@@ -78,7 +78,11 @@ def encoding() -> tiktoken.Encoding:
 # of a text is the sum of the counts of its pieces cut there. Prompts share most lines with
 # the prompts before them (task, tool catalogue, the plan so far), so counting lines with a
 # cache encodes only what is new; tests check the sum against one whole encoding.
-_LINE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
+# A space after a character that is not white space also always starts a pre-token (a space
+# can sit only at the start of one, or inside a run of white space): long one-line JSON (a
+# partial plan, a tool result) is cut there before each nested object or list, so the steps
+# a growing plan shares with the prompts before it are counted once.
+_LINE_CUT = re.compile(r"(?<=\n)(?=[^\s/])|(?<=\S)(?= [\[{])")
 _WHOLE_BELOW = 256  # characters: shorter texts are encoded whole
 
 
@@ -90,7 +94,7 @@ def _count_piece(piece: str) -> int:
 @lru_cache(maxsize=16_384)  # recent messages: a transcript is recounted every turn; bounded
 def count_text(text: str) -> int:
     """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
-    if len(text) < _WHOLE_BELOW or "\n" not in text:
+    if len(text) < _WHOLE_BELOW:
         return len(encoding().encode_ordinary(text))
     return sum(_count_piece(piece) for piece in _LINE_CUT.split(text))
 
