@@ -19,6 +19,13 @@ from envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCal
 COMPLEXITIES = ("simple", "medium", "complex")
 
 
+def task_id(env: str, complexity: str, index: int) -> str:
+    """The id of task ``index`` of an env's (seed, complexity) sequence. Every env names its
+    tasks so; a job names the tasks it will run without generating them (and checks the name
+    when it builds the task)."""
+    return f"{env}-{complexity}-{index:04d}"
+
+
 @dataclass(frozen=True)
 class Task:
     """One task instance. ``world`` is the env's plain-data ground truth."""

@@ -36,7 +36,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from envs.base import COMPLEXITIES, EpisodeTools, Grade, Task, register, wrap_tools
+from envs.base import (
+    COMPLEXITIES,
+    EpisodeTools,
+    Grade,
+    Task,
+    register,
+    task_id,
+    wrap_tools,
+)
 from envs.faults import FaultInjector, FaultRule
 from envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
 from envs.rng import derive_rng
@@ -678,7 +686,7 @@ def _one_task(
         if nd["trap"] is not None:
             nd["trap"].pop("ctx", None)
     return Task(
-        task_id=f"{decl.name}-{complexity}-{index:04d}",
+        task_id=task_id(decl.name, complexity, index),
         env=decl.name,
         complexity=complexity,
         goal=str(goal),

@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from envs.base import COMPLEXITIES, EpisodeTools, Grade, Task, register, wrap_tools
+from envs.base import (
+    COMPLEXITIES,
+    EpisodeTools,
+    Grade,
+    Task,
+    register,
+    task_id,
+    wrap_tools,
+)
 from envs.faults import FaultRule
 from envs.rag_corpus import DATA_FILE, STATIONS
 from envs.rng import derive_rng
@@ -454,7 +462,7 @@ def generate_tasks(
             ]
         tasks.append(
             Task(
-                task_id=f"{ENV_NAME}-{complexity}-{index:04d}",
+                task_id=task_id(ENV_NAME, complexity, index),
                 env=ENV_NAME,
                 complexity=complexity,
                 goal=_question(branches),

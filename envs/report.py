@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envs.base import COMPLEXITIES, EpisodeTools, Grade, Task, register, wrap_tools
+from envs.base import (
+    COMPLEXITIES,
+    EpisodeTools,
+    Grade,
+    Task,
+    register,
+    task_id,
+    wrap_tools,
+)
 from envs.faults import FaultRule
 from envs.rng import derive_rng
 from envs.tools import LatencyProfile, Toolbox, ToolCallRecord, ToolError, ToolSpec, validate_args
@@ -199,7 +207,7 @@ def generate_tasks(
         )
         tasks.append(
             Task(
-                task_id=f"{ENV_NAME}-{complexity}-{index:04d}",
+                task_id=task_id(ENV_NAME, complexity, index),
                 env=ENV_NAME,
                 complexity=complexity,
                 goal=goal,

@@ -39,7 +39,7 @@ from pydantic import (
     field_validator,
 )
 
-from envs.base import COMPLEXITIES, Env, Task
+from envs.base import COMPLEXITIES, Env, Task, task_id
 from envs.faults import FaultConfig
 from experiments.cost_cap import CostCapReached, CostLedger, JobCostGate
 from experiments.episode import EpisodeRecord, run_episode
@@ -187,7 +187,18 @@ class TaskMaker:
         self._last: tuple[TaskRef, Task] | None = None
 
     def refs(self, env_name: str, complexity: str, n: int, chunk: int = 1000) -> list[TaskRef]:
-        """Refs of the first ``n`` tasks, generated ``chunk`` at a time and not kept."""
+        """Refs of the first ``n`` tasks. An env that names its tasks by :func:`task_id` (as
+        every env here does; checked on its first task, and on every task when it is built)
+        is not asked for the others; any other env's tasks are generated ``chunk`` at a time
+        and not kept."""
+        if n <= 0:
+            return []
+        (first,) = self._generate(env_name, complexity, 1, 0)
+        if first.task_id == task_id(first.env, complexity, 0):
+            return [
+                TaskRef(env_name, complexity, i, first.env, task_id(first.env, complexity, i))
+                for i in range(n)
+            ]
         out: list[TaskRef] = []
         for start in range(0, n, chunk):
             tasks = self._generate(env_name, complexity, min(chunk, n - start), start)

@@ -247,3 +247,10 @@ def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
         first = env.generate(8, **kw)
         assert env.generate(5, start=3, **kw) == first[3:]
         assert env.generate(1, start=6, **kw) == [first[6]]
+        # a job names its tasks without generating them: the names must be the tasks' own
+        from experiments.runner import TaskMaker
+
+        maker = TaskMaker({name: env}, seed=4, unreachable_rate=0.3)
+        refs = maker.refs(name, complexity, 8)
+        assert [(r.env, r.task_id) for r in refs] == [(t.env, t.task_id) for t in first]
+        assert [maker.task(r) for r in refs] == first
