@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -81,9 +80,29 @@ def encoding() -> tiktoken.Encoding:
 # A space after a character that is not white space also always starts a pre-token (a space
 # can sit only at the start of one, or inside a run of white space): long one-line JSON (a
 # partial plan, a tool result) is cut there before each nested object or list, so the steps
-# a growing plan shares with the prompts before it are counted once.
-_LINE_CUT = re.compile(r"(?<=\n)(?=[^\s/])|(?<=\S)(?= [\[{])")
+# a growing plan shares with the prompts before it are counted once. (Found with str.find:
+# a regular expression of look-arounds took several times longer than the counting it saved.)
 _WHOLE_BELOW = 256  # characters: shorter texts are encoded whole
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut where o200k always starts a pre-token (see above)."""
+    cuts: list[int] = []
+    find, end = text.find, len(text)
+    at = find("\n")
+    while at >= 0:
+        nxt = at + 1
+        if nxt < end and text[nxt] != "/" and not text[nxt].isspace():
+            cuts.append(nxt)
+        at = find("\n", nxt)
+    for mark in (" {", " ["):
+        at = find(mark, 1)
+        while at >= 0:
+            if not text[at - 1].isspace():
+                cuts.append(at)
+            at = find(mark, at + 1)
+    cuts.sort()
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, end], strict=True)]
 
 
 @lru_cache(maxsize=65_536)  # lines of recent prompts; bounded
@@ -96,7 +115,7 @@ def count_text(text: str) -> int:
     """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
     if len(text) < _WHOLE_BELOW:
         return len(encoding().encode_ordinary(text))
-    return sum(_count_piece(piece) for piece in _LINE_CUT.split(text))
+    return sum(map(_count_piece, _pieces(text)))
 
 
 def count_messages(messages: Sequence[Mapping[str, str]]) -> int:
