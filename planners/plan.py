@@ -317,24 +317,29 @@ def resolve_args(step: PlanStep, results: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- text -> JSON
 
 _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
-_BRACKET_RE = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+
+
+_STRING_OR_ESCAPE_RE = re.compile(r'\\.|"(?:\\.|[^"\\])*"', re.DOTALL)
 
 
 def _check_depth(text: str, max_depth: int) -> None:
-    """Linear bracket scan (outside strings) that stops as soon as max_depth is exceeded."""
+    """Linear bracket scan (outside strings) that stops as soon as max_depth is exceeded.
+
+    Strings (and stray escapes) are cut out first in C, and an unterminated string hides
+    the rest, as a scan would; a text with no more opening brackets than ``max_depth`` left
+    cannot be too deep, which settles every ordinary plan without a Python loop."""
+    outside = _STRING_OR_ESCAPE_RE.sub("", text)
+    if (quote := outside.find('"')) >= 0:
+        outside = outside[:quote]
+    if outside.count("[") + outside.count("{") <= max_depth:
+        return
     depth = 0
-    in_string = False
-    for match in _BRACKET_RE.finditer(text):
-        token = match.group(0)
-        if token == '"':
-            in_string = not in_string
-        elif in_string or token[0] == "\\":
-            continue
-        elif token in "[{":
+    for char in outside:
+        if char in "[{":
             depth += 1
             if depth > max_depth:
                 raise PlanError("too_deep", f"JSON nesting deeper than {max_depth}")
-        elif depth:
+        elif char in "]}" and depth:
             depth -= 1
 
 
@@ -569,7 +574,9 @@ def parse_plan(
 
     notes: list[str] = []
     data, repaired = _load_json(text, notes)
-    if _value_depth(data) > max_depth:
+    # JSON parsed strictly from the whole text is no deeper than the scan above allowed;
+    # stripped or repaired JSON may be, so it is measured
+    if (repaired or notes) and _value_depth(data) > max_depth:
         raise PlanError("too_deep", f"JSON nesting deeper than {max_depth}")
     if not isinstance(data, dict):
         raise PlanError("schema", f"plan must be a JSON object, got {type(data).__name__}")
