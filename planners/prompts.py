@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from jinja2 import Environment, StrictUndefined
 
@@ -39,9 +40,29 @@ REPLAN_USER = _ENV.from_string(
 )
 
 
+class _Signed:
+    """What the system templates read of a tool: its signature line."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    def signature(self) -> str:
+        return self.line
+
+
+@lru_cache(maxsize=256)
+def _system(template: str, signatures: tuple[str, ...]) -> str:
+    """A system prompt, rendered once per tool catalogue (every episode of an env sends
+    the same one)."""
+    tools = [_Signed(line) for line in signatures]
+    if template == "react":
+        return REACT_SYSTEM.render(tools=tools, fmt=ACTION_TURN_FORMAT)
+    return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)
+
+
 def react_system(tools: Sequence[ToolSpec]) -> str:
-    return REACT_SYSTEM.render(tools=tools, fmt=ACTION_TURN_FORMAT)
+    return _system("react", tuple(t.signature() for t in tools))
 
 
 def plan_system(tools: Sequence[ToolSpec]) -> str:
-    return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)
+    return _system("plan", tuple(t.signature() for t in tools))
