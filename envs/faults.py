@@ -127,10 +127,16 @@ class FaultInjector(ToolboxWrapper):
         self._streak: dict[tuple[int, str, str], int] = {}
         self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
         self._key_valid: dict[str, bool] | None = None
+        self._episode_hits: dict[tuple[int, str], bool] = {}
         self.injected = 0
 
     def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
-        return self.draws.uniform01("fault", index, rule.kind, tool) < rule.rate
+        """Drawn once per episode (and kept: every call of the tool asks again)."""
+        known = self._episode_hits.get((index, tool))
+        if known is None:
+            known = self.draws.uniform01("fault", index, rule.kind, tool) < rule.rate
+            self._episode_hits[(index, tool)] = known
+        return known
 
     def _in_outage(self, index: int, rule: FaultRule, tool: str, t: float) -> bool:
         """Whether simulated time ``t`` falls in an outage of ``tool`` (this slot's or the
