@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ SAMPLE_TASKS = 3
 SIM_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "llm" / "sim.yaml"
 
 
-def sample(jobs: list[Job], k: int = SAMPLE_TASKS) -> list[Job]:
+def sample(jobs: Sequence[Job], k: int = SAMPLE_TASKS) -> list[Job]:
     """The jobs of the first ``k`` tasks of each env x complexity, trial 0, every planner."""
     first: dict[tuple[str, str], list[str]] = defaultdict(list)
     for job in jobs:

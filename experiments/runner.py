@@ -19,11 +19,13 @@ import gc
 import json
 import os
 import sys
+from array import array
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -176,6 +178,29 @@ class TaskRef:
     task_id: str
 
 
+class NamedRefs(Sequence[TaskRef]):
+    """The refs of the first ``n`` tasks of an env that names its tasks by :func:`task_id`,
+    each built when asked for."""
+
+    def __init__(self, env_name: str, complexity: str, env: str, n: int) -> None:
+        self.env_name, self.complexity, self.env, self.n = env_name, complexity, env, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> TaskRef: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[TaskRef]: ...
+    def __getitem__(self, i: int | slice) -> TaskRef | list[TaskRef]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(self.n)[i]]
+        k = range(self.n)[i]  # bounds and negative indices as a list has them
+        return TaskRef(
+            self.env_name, self.complexity, k, self.env, task_id(self.env, self.complexity, k)
+        )
+
+
 class TaskMaker:
     """Builds a job's task from its :class:`TaskRef` (the last one kept: trials of a task
     and the jobs of one process that follow each other reuse it)."""
@@ -186,7 +211,7 @@ class TaskMaker:
         self.unreachable_rate = unreachable_rate
         self._last: tuple[TaskRef, Task] | None = None
 
-    def refs(self, env_name: str, complexity: str, n: int, chunk: int = 1000) -> list[TaskRef]:
+    def refs(self, env_name: str, complexity: str, n: int, chunk: int = 1000) -> Sequence[TaskRef]:
         """Refs of the first ``n`` tasks. An env that names its tasks by :func:`task_id` (as
         every env here does; checked on its first task, and on every task when it is built)
         is not asked for the others; any other env's tasks are generated ``chunk`` at a time
@@ -195,10 +220,7 @@ class TaskMaker:
             return []
         (first,) = self._generate(env_name, complexity, 1, 0)
         if first.task_id == task_id(first.env, complexity, 0):
-            return [
-                TaskRef(env_name, complexity, i, first.env, task_id(first.env, complexity, i))
-                for i in range(n)
-            ]
+            return NamedRefs(env_name, complexity, first.env, n)
         out: list[TaskRef] = []
         for start in range(0, n, chunk):
             tasks = self._generate(env_name, complexity, min(chunk, n - start), start)
@@ -257,20 +279,79 @@ def fault_config(cfg: DictConfig) -> FaultConfig:
     return validated(FaultConfig, OmegaConf.to_container(cfg.faults, resolve=True), "faults")  # type: ignore[arg-type]
 
 
+class JobList(Sequence[Job]):
+    """A job's episodes in job order (env, complexity, planner, task, trial), each
+    :class:`Job` built when asked for: a list of them was ~0.4 KB per episode, most of a
+    100k-episode job's memory before its records. ``positions`` (job indices, a ``range`` or
+    an ``array``) selects a subset without copying the jobs: those left to run on resume,
+    one worker's share."""
+
+    def __init__(
+        self,
+        blocks: Sequence[tuple[str, Sequence[TaskRef]]],
+        planners: Sequence[str],
+        trials: int,
+        maker: TaskMaker,
+        positions: Sequence[int] | None = None,
+    ) -> None:
+        self.blocks = list(blocks)  # (env name, refs) per env x complexity, in job order
+        self.planners = list(planners)
+        self.trials = trials
+        self.maker = maker
+        self.starts = [0]
+        for _, refs in self.blocks:
+            self.starts.append(self.starts[-1] + len(self.planners) * len(refs) * trials)
+        self.positions: Sequence[int] = range(self.starts[-1]) if positions is None else positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def job(self, index: int) -> Job:
+        """The job with index ``index`` in the whole job (not in this selection)."""
+        b = bisect_right(self.starts, index) - 1
+        env_name, refs = self.blocks[b]
+        offset = index - self.starts[b]
+        per_planner = len(refs) * self.trials
+        planner, rest = divmod(offset, per_planner)
+        task, trial = divmod(rest, self.trials)
+        return Job(index, self.planners[planner], env_name, refs[task], trial, self.maker)
+
+    @overload
+    def __getitem__(self, i: int) -> Job: ...
+    @overload
+    def __getitem__(self, i: slice) -> JobList: ...
+    def __getitem__(self, i: int | slice) -> Job | JobList:
+        if isinstance(i, slice):
+            return self.select(self.positions[i])
+        return self.job(self.positions[i])
+
+    def __iter__(self) -> Iterator[Job]:
+        return map(self.job, self.positions)
+
+    def select(self, positions: Sequence[int]) -> JobList:
+        """These jobs (by job index) of the same grid."""
+        chosen = JobList.__new__(JobList)
+        chosen.__dict__.update(self.__dict__)
+        chosen.positions = positions
+        return chosen
+
+    def without(self, done: Callable[[Job], bool]) -> JobList:
+        """The jobs not ``done`` (all of them, unchanged, when none is)."""
+        left = array("q", (j.index for j in self if not done(j)))
+        return self if len(left) == len(self) else self.select(left)
+
+
 def build_jobs(
     cfg: DictConfig, planners: dict[str, Planner], envs: dict[str, Env], faults: FaultConfig
-) -> list[Job]:
-    jobs: list[Job] = []
+) -> JobList:
     maker = TaskMaker(envs, int(cfg.seed), faults.unreachable_rate)
     complexities = [str(c) for c in as_list(cfg.complexity)]
-    for env_name in envs:
-        for complexity in complexities:
-            refs = maker.refs(env_name, complexity, int(cfg.n_tasks))
-            for planner_name in planners:
-                for ref in refs:
-                    for trial in range(int(cfg.trials)):
-                        jobs.append(Job(len(jobs), planner_name, env_name, ref, trial, maker))
-    return jobs
+    blocks = [
+        (env_name, maker.refs(env_name, complexity, int(cfg.n_tasks)))
+        for env_name in envs
+        for complexity in complexities
+    ]
+    return JobList(blocks, list(planners), int(cfg.trials), maker)
 
 
 class OrderedWriter:
@@ -280,7 +361,7 @@ class OrderedWriter:
     def __init__(self, episodes: Path, traces: Path | None, order: Sequence[int]) -> None:
         self.episodes = episodes.open("a", encoding="utf-8")
         self.traces = traces.open("a", encoding="utf-8") if traces else None
-        self.order = list(order)
+        self.order = order
         self.next = 0
         self.written = 0
         self.buffer: dict[int, tuple[str, str]] = {}
@@ -368,7 +449,7 @@ class FailFast:
 
 async def run_jobs(
     cfg: DictConfig,
-    jobs: list[Job],
+    jobs: JobList,
     planners: dict[str, Planner],
     envs: dict[str, Env],
     faults: FaultConfig,
@@ -396,7 +477,7 @@ async def run_jobs(
     writer = OrderedWriter(
         out_dir / EPISODES,
         out_dir / TRACES if cfg.write_traces else None,
-        [j.index for j in jobs],
+        jobs.positions,
     )
     guard = FailFast(int(cfg.get("fail_fast", 5) or 0))
     n_workers = episode_workers(cfg, factory.kind, capped=ledger is not None, n_jobs=len(jobs))
@@ -565,7 +646,7 @@ class Prepared:
     planners: dict[str, Planner]
     envs: dict[str, Env]
     faults: FaultConfig
-    jobs: list[Job]
+    jobs: JobList
 
 
 def validate(cfg: DictConfig) -> dict[str, Any]:
@@ -645,7 +726,7 @@ def run(
                 print(f"WARNING: {message}", file=sys.stderr)
             done, spent_usd = repaired.done, repaired.spent_usd
         seed = int(cfg.seed)
-        todo = [j for j in prepared.jobs if j.key(seed, config_id) not in done]
+        todo = prepared.jobs.without(lambda j: j.key(seed, config_id) in done)
         asyncio.run(
             run_jobs(
                 cfg,
