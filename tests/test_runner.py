@@ -196,3 +196,41 @@ def test_simulate_reproduces_the_cli_record(tmp_path: Path) -> None:
         )
         got.append(record.model_dump(exclude={"wall_s", "config_id"}))
     assert got == want
+
+
+def test_the_lazy_job_list_is_the_job_order_and_selects_like_a_list(tmp_path: Path) -> None:
+    """Jobs are built from their index on demand; they must be exactly the jobs, in the order,
+    that nested loops over env x complexity x planner x task x trial give, and slicing (a
+    worker's share) and resume's selection must behave as on a list."""
+    from experiments.runner import prepare
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "env=[report,pipeline]",
+                "planner=[react,plan_execute]",
+                "complexity=[simple,complex]",
+                "n_tasks=3",
+                "trials=2",
+            ],
+        )
+    jobs = prepare(cfg).jobs
+    expected = [
+        (env, complexity, planner, f"{env}-{complexity}-{i:04d}", trial)
+        for env in ("report", "pipeline")
+        for complexity in ("simple", "complex")
+        for planner in ("react", "plan_execute")
+        for i in range(3)
+        for trial in range(2)
+    ]
+    seen = [(j.env_name, j.ref.complexity, j.planner_name, j.ref.task_id, j.trial) for j in jobs]
+    assert seen == expected
+    assert [j.index for j in jobs] == list(range(len(expected)))
+    eager = list(jobs)
+    assert list(jobs[1::3]) == eager[1::3] and jobs[-1] == eager[-1]
+    assert all(jobs[i].task.task_id == eager[i].ref.task_id for i in (0, 13, 47))
+    left = jobs.without(lambda j: j.trial == 1 or j.planner_name == "react")
+    assert list(left) == [j for j in eager if j.trial == 0 and j.planner_name != "react"]
+    assert list(left[::2]) == [j for j in eager if j.trial == 0 and j.planner_name != "react"][::2]
+    assert jobs.without(lambda j: False) is jobs
