@@ -212,6 +212,7 @@ class SimLLM:
         # re-read every turn): keyed by identity, the value kept alive beside its text
         self._json: dict[int, tuple[object, str]] = {}
         self._noticed: dict[tuple[str, str, str], float] = {}
+        self._first_points: dict[str, str] = {}  # decision points of the first plan's steps
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
@@ -536,6 +537,11 @@ class _Decider:
     # --- plans -------------------------------------------------------------------------------
 
     def _step_point(self, state: str, g: GoldStep) -> str:
+        if state == _NO_OBSERVATION:  # a step of the plan before anything ran: asked often
+            known = self.sim._first_points.get(g.key)
+            if known is None:
+                known = self.sim._first_points[g.key] = _digest("step", state, g.key)
+            return known
         return _digest("step", state, g.key)
 
     def _step_options(self, g: GoldStep) -> list[str]:
@@ -693,11 +699,14 @@ class _Decider:
             return Belief("right", {"right": PREFERRED[0]})
         return self._step_belief(_NO_OBSERVATION, init.gold[i])
 
-    def _plan_values(self, steps: list[Any]) -> tuple[float, bool]:
+    def _plan_values(
+        self, steps: list[Any], start: int = 0, so_far: tuple[float, bool] = (1.0, True)
+    ) -> tuple[float, bool]:
         """(how good the plan looks to the model: as good as its weakest step; whether the
-        model believes every step is what it would write)."""
-        looks, believed = 1.0, True
-        for i, step in enumerate(steps):
+        model believes every step is what it would write). ``steps`` may continue a plan
+        whose first ``start`` steps gave ``so_far``."""
+        looks, believed = so_far
+        for i, step in enumerate(steps, start):
             kind = self._kind_of(step, i)
             belief = self._point_belief(i)
             looks = min(looks, belief.value(kind))
@@ -735,9 +744,10 @@ class _Decider:
         partial = _json_after(last, "Plan so far:")
         lines = []
         if isinstance(partial, list):  # candidate plan steps
+            prefix = self._plan_values(partial)  # shared by every candidate
             blocks = re.split(r"\n(?=Candidate \d+:)", last)[1:]
             for n, block in enumerate(blocks, 1):
-                looks, _ = self._plan_values([*partial, _json_after(block, ":")])
+                looks, _ = self._plan_values([_json_after(block, ":")], len(partial), prefix)
                 lines.append(f"Score {n}: {self._score(looks):.2f}")
         else:  # candidate actions
             _, _, belief, options = self._action_point(messages)
