@@ -829,15 +829,31 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     """Save ``stem.pdf`` and ``stem.png`` with timestamp-free metadata; returns both paths."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".pdf"), stem.with_suffix(".png")]
-    with paper_style(), quiet_font_subsetting():
+    with paper_style(), quiet_font_subsetting(), _layout_solved_once(fig):
         fig.savefig(paths[0], format="pdf", metadata=dict(PDF_METADATA))
-        # the layout the PDF was drawn with holds for the PNG (sizes are in inches): keep it
-        # rather than solve it again, the most expensive part of drawing a many-panel figure
-        engine = fig.get_layout_engine()
-        fig.set_layout_engine("none")
         fig.savefig(paths[1], format="png", metadata=dict(PNG_METADATA))
-        fig.set_layout_engine(engine)
     return paths
+
+
+@contextmanager
+def _layout_solved_once(fig: Figure) -> Iterator[None]:
+    """Solve the figure's layout once, then save without a layout engine.
+
+    Sizes are in inches, so one layout holds for the PDF and the PNG. With any layout engine
+    set (even ``"none"``, a placeholder), ``savefig`` first runs a whole draw with rendering
+    disabled just to place the axes; without one it draws once. Restores the engine after.
+    """
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+    with matplotlib.rc_context(
+        {"figure.autolayout": False, "figure.constrained_layout.use": False}
+    ):
+        fig.set_layout_engine(None)  # None, not "none": no engine at all
+    try:
+        yield
+    finally:
+        fig.set_layout_engine(engine)
 
 
 def figure_png(fig: Figure, dpi: int = 150) -> bytes:

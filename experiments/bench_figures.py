@@ -1,0 +1,90 @@
+"""CPU seconds spent drawing each default figure: build, layout, PDF save and PNG save.
+
+    python -m experiments.bench_figures runs/.../episodes.parquet [--repeat 3] [--out DIR]
+
+Figures are built and saved exactly as :func:`experiments.figures.write_figures` does (one
+process, through :func:`~experiments.figures.save_figure`); the time of each
+``Figure.savefig`` call is split by format. Times are process CPU seconds (less disturbed
+than wall time by other work on the machine), the minimum over ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from experiments import figures as F
+from experiments.metrics import with_swept_columns
+
+
+@contextmanager
+def _timed_savefig(times: dict[str, float]) -> Iterator[None]:
+    """Record the CPU time of each ``Figure.savefig`` call under its format."""
+    original = Figure.savefig
+
+    def savefig(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> None:
+        start = time.process_time()
+        try:
+            original(self, fname, *args, **kwargs)
+        finally:
+            fmt = kwargs.get("format") or Path(str(fname)).suffix.lstrip(".")
+            times[fmt] = times.get(fmt, 0.0) + time.process_time() - start
+
+    Figure.savefig = savefig  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Figure.savefig = original  # type: ignore[method-assign]
+
+
+def bench(df: pd.DataFrame, out: Path, repeat: int = 1) -> dict[str, dict[str, float]]:
+    """``{figure: {"build": s, "pdf": s, "png": s, "layout": s}}``, each the minimum over
+    ``repeat`` runs (``layout``: the part of ``save_figure`` outside ``savefig``)."""
+    df = with_swept_columns(df)
+    summary = F._summary(df, 0, None)
+    common: dict[str, Any] = {"seed": 0, "planner_order": None, "width": None}
+    best: dict[str, dict[str, float]] = {}
+    for _ in range(repeat):
+        for name in F.FIGURE_NAMES:
+            start = time.process_time()
+            fig = F._build(name, df, summary, common)
+            times = {"build": time.process_time() - start}
+            start = time.process_time()
+            with _timed_savefig(times):
+                F.save_figure(fig, out / name)
+            # whatever save_figure spends outside savefig (e.g. solving the layout once)
+            times["layout"] = time.process_time() - start - times["pdf"] - times["png"]
+            row = best.setdefault(name, dict(times))
+            for key, value in times.items():
+                row[key] = min(row.get(key, value), value)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("episodes", type=Path, help="an episodes.parquet")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None, help="keep the figures here")
+    args = parser.parse_args(argv)
+    df = pd.read_parquet(args.episodes)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = bench(df, args.out or Path(tmp), max(1, args.repeat))
+    total = 0.0
+    for name, row in result.items():
+        parts = " ".join(f"{k} {row[k]:.2f}" for k in ("build", "layout", "pdf", "png"))
+        parts += f"  = {sum(row.values()):.2f}"
+        print(f"{name:26s} {parts}")
+        total += sum(row.values())
+    print(f"{'total CPU s':26s} {total:.2f}")
+
+
+if __name__ == "__main__":
+    main()
