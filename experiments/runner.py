@@ -21,7 +21,7 @@ import os
 import sys
 from array import array
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,14 +202,19 @@ class NamedRefs(Sequence[TaskRef]):
 
 
 class TaskMaker:
-    """Builds a job's task from its :class:`TaskRef` (the last one kept: trials of a task
-    and the jobs of one process that follow each other reuse it)."""
+    """Builds a job's task from its :class:`TaskRef`, keeping the last :attr:`keep` built
+    (tasks are plain data that episodes only read)."""
+
+    keep = 256
+    """Tasks kept (the most recently used). The planners of a job run an env x complexity's
+    tasks one after another: with up to this many tasks there, each is built once, not once
+    a planner."""
 
     def __init__(self, envs: dict[str, Env], seed: int, unreachable_rate: float) -> None:
         self.envs = envs
         self.seed = seed
         self.unreachable_rate = unreachable_rate
-        self._last: tuple[TaskRef, Task] | None = None
+        self._recent: OrderedDict[TaskRef, Task] = OrderedDict()
 
     def refs(self, env_name: str, complexity: str, n: int, chunk: int = 1000) -> Sequence[TaskRef]:
         """Refs of the first ``n`` tasks. An env that names its tasks by :func:`task_id` (as
@@ -231,12 +236,15 @@ class TaskMaker:
         return out
 
     def task(self, ref: TaskRef) -> Task:
-        if self._last is not None and self._last[0] == ref:
-            return self._last[1]
+        if (task := self._recent.get(ref)) is not None:
+            self._recent.move_to_end(ref)
+            return task
         (task,) = self._generate(ref.env_name, ref.complexity, 1, ref.number)
         if task.task_id != ref.task_id:  # an env whose task i depends on how many it made
             raise RuntimeError(f"env {ref.env_name!r} made {task.task_id}, not {ref.task_id}")
-        self._last = (ref, task)
+        self._recent[ref] = task
+        if len(self._recent) > self.keep:
+            self._recent.popitem(last=False)
         return task
 
     def _generate(self, env_name: str, complexity: str, n: int, start: int) -> list[Task]:

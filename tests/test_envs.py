@@ -254,3 +254,30 @@ def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
         refs = maker.refs(name, complexity, 8)
         assert [(r.env, r.task_id) for r in refs] == [(t.env, t.task_id) for t in first]
         assert [maker.task(r) for r in refs] == first
+
+
+@pytest.mark.parametrize("name", [n for n in ENV_CONFIGS if n != "file"])
+def test_an_episode_only_reads_its_task(name: str) -> None:
+    """A job keeps recently built tasks and gives the same task object to every planner that
+    runs it, so no episode may change its task (a world that kept state in ``task.world``
+    would leak one planner's episode into the next)."""
+    import copy
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from envs.faults import FaultConfig
+    from experiments.episode import simulate
+    from planners.llm.profiles import SKILLS
+
+    root = Path(__file__).resolve().parents[1]
+    env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
+    rules = FaultConfig(
+        **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/heavy.yaml"))
+    ).rules
+    for task in env.generate(3, seed=1, complexity="complex", unreachable_rate=0.3):
+        before = copy.deepcopy(task)
+        for planner in ("react", "plan_execute_replan", "dfs"):
+            built = instantiate(OmegaConf.load(root / "configs" / "planner" / f"{planner}.yaml"))
+            simulate(planner, built, env, task, skill=SKILLS["weak"], rules=rules, seed=1)
+            assert task == before, f"{planner} changed {task.task_id}"
