@@ -28,6 +28,7 @@ them, writes the answer the grader reads.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -893,10 +894,10 @@ class _NodeState:
 class FamilyOracle:
     """The right remaining steps of a family task, from the declaration alone."""
 
-    def __init__(self, decl: FamilyDecl, task: Task) -> None:
+    def __init__(self, decl: FamilyDecl, task: Task, index: FamilyIndex | None = None) -> None:
         self.decl = decl
         self.task = task
-        self.index = FamilyIndex(decl, task)
+        self.index = index or FamilyIndex(decl, task)
         self._tool_names = frozenset(decl.tools)
 
     def tool_names(self) -> frozenset[str]:
@@ -1186,6 +1187,18 @@ class FamilyEnv:
     name: str | None = None
     path: str | None = None
     decl: FamilyDecl = field(init=False)
+    # Built once and kept: the index of the tasks in use (every planner of a job runs the same
+    # task object; make_tools, exposure, grade and the oracle each read it), the rules mapped
+    # onto this family's tools (for the job's rule list) and the latency profiles.
+    _indexes: OrderedDict[int, tuple[Task, FamilyIndex]] = field(
+        default_factory=OrderedDict, init=False, repr=False, compare=False
+    )
+    _mapped: tuple[Sequence[FaultRule], list[FaultRule]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _latency: dict[str, LatencyProfile] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.path is None and self.name is None:
@@ -1214,6 +1227,12 @@ class FamilyEnv:
         family's tools that declare that kind (with the tool's own ``args_key`` /
         ``corrupt_fields``); rules that name tools of this family are kept as written, and
         then no other rule of their kind is mapped (so no kind ever applies twice)."""
+        if self._mapped is not None and self._mapped[0] is rules:
+            return self._mapped[1]
+        self._mapped = (rules, self._map_rules(rules))
+        return self._mapped[1]
+
+    def _map_rules(self, rules: Sequence[FaultRule]) -> list[FaultRule]:
         mine = set(self.decl.tools)
         out: list[FaultRule] = [rule for rule in rules if mine & set(rule.tools)]
         mapped = {rule.kind for rule in out}
@@ -1243,10 +1262,24 @@ class FamilyEnv:
         return out
 
     def latency(self) -> dict[str, LatencyProfile]:
-        return {
-            n: LatencyProfile(t.latency.median_s, t.latency.sigma, t.latency.cap_s)
-            for n, t in self.decl.tools.items()
-        }
+        if self._latency is None:
+            self._latency = {
+                n: LatencyProfile(t.latency.median_s, t.latency.sigma, t.latency.cap_s)
+                for n, t in self.decl.tools.items()
+            }
+        return self._latency
+
+    def index(self, task: Task) -> FamilyIndex:
+        """The task's index, built once while the task is in use (the last 64 kept)."""
+        known = self._indexes.get(id(task))
+        if known is not None and known[0] is task:
+            self._indexes.move_to_end(id(task))
+            return known[1]
+        built = FamilyIndex(self.decl, task)
+        self._indexes[id(task)] = (task, built)  # the task kept alive: its id stays its own
+        if len(self._indexes) > 64:
+            self._indexes.popitem(last=False)
+        return built
 
     def generate(
         self,
@@ -1270,15 +1303,15 @@ class FamilyEnv:
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
     ) -> EpisodeTools:
         return wrap_tools(
-            FamilyWorld(self.decl, task),
+            FamilyWorld(self.decl, task, self.index(task)),
             latency=self.latency(),
             rules=self.rules(rules),
             seed_keys=seed_keys,
         )
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
-        index = FamilyIndex(self.decl, task)
-        oracle = FamilyOracle(self.decl, task)
+        index = self.index(task)
+        oracle = FamilyOracle(self.decl, task, index)
         touched = False
         saw_missing = False
         for c in calls:
@@ -1328,7 +1361,7 @@ class FamilyEnv:
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
     ) -> list[str]:
         injector = FaultInjector(
-            FamilyWorld(self.decl, task), self.rules(rules), seed_keys=seed_keys
+            FamilyWorld(self.decl, task, self.index(task)), self.rules(rules), seed_keys=seed_keys
         )
         kinds: set[str] = set()
         for nd in task.world["nodes"]:
@@ -1337,7 +1370,7 @@ class FamilyEnv:
         return sorted(kinds)
 
     def oracle(self, task: Task) -> FamilyOracle:
-        return FamilyOracle(self.decl, task)
+        return FamilyOracle(self.decl, task, self.index(task))
 
 
 def _factory(name: str) -> Any:
