@@ -507,6 +507,13 @@ def _grid(
     return planners, envs, levels, fig, axes
 
 
+def _cell_rows(df: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
+    """Row positions (in table order) of each (env, complexity, planner) cell, found in one
+    pass rather than by comparing three columns for every panel and planner."""
+    groups = df.groupby(["env", "complexity", "planner"], sort=False, observed=True).indices
+    return {(str(e), str(c), str(p)): rows for (e, c, p), rows in groups.items()}
+
+
 def _thousands(value: float, _pos: object = None) -> str:
     """Short tick labels for token counts: 1500 -> 1.5k, 20000 -> 20k."""
     if value >= 1000:
@@ -610,18 +617,16 @@ def latency_cdf_figure(
             df, planner_order, 1.9 + 0.1 * len(df["planner"].unique()), width
         )
         colors, _, styles = _styles(planners)
+        cells = _cell_rows(df)
+        latency = df["latency_s"].to_numpy(dtype=np.float64)
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
                 ax = axes[r][c]
                 for j, planner in enumerate(planners):
-                    mask = (
-                        (df["env"] == env)
-                        & (df["complexity"] == level)
-                        & (df["planner"] == planner)
-                    )
-                    lat = np.sort(df.loc[mask, "latency_s"].to_numpy(dtype=np.float64))
-                    if lat.size == 0:
+                    rows = cells.get((env, level, planner))
+                    if rows is None:
                         continue
+                    lat = np.sort(latency[rows])
                     ecdf = np.arange(1, lat.size + 1, dtype=np.float64) / lat.size
                     color = colors[planner]
                     ax.step(
@@ -691,20 +696,18 @@ def time_to_success_figure(
     with paper_style():
         planners, envs, levels, fig, axes = _grid(df, planner_order, 1.9, width)
         colors, markers, styles = _styles(planners)
+        cells = _cell_rows(df)
+        all_success = df["success"].to_numpy(dtype=bool)
+        all_latency = df["latency_s"].to_numpy(dtype=np.float64)
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
                 ax = axes[r][c]
                 for planner in planners:
-                    mask = (
-                        (df["env"] == env)
-                        & (df["complexity"] == level)
-                        & (df["planner"] == planner)
-                    )
-                    sub = df.loc[mask]
-                    if sub.empty:
+                    rows = cells.get((env, level, planner))
+                    if rows is None:
                         continue
-                    success = sub["success"].to_numpy(dtype=bool)
-                    latency = sub["latency_s"].to_numpy(dtype=np.float64)
+                    success = all_success[rows]
+                    latency = all_latency[rows]
                     if estimator == "km":
                         times, surv = kaplan_meier(latency, success)
                         curve = 1.0 - surv
