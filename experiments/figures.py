@@ -751,17 +751,21 @@ def _failure_bars(
     bottom = np.zeros(len(dist))
     for mode in modes:
         share = dist[mode].fillna(0.0).to_numpy(dtype=float)
-        ax.bar(
-            x,
-            share,
-            bottom=bottom,
-            width=0.7,
-            color=MODE_COLORS.get(mode, "#BBBBBB"),
-            hatch=MODE_HATCHES.get(mode, ""),
-            edgecolor="white",
-            linewidth=0.4,
-            label=mode.replace("_", " "),
-        )
+        # no empty segments: a zero-height bar draws nothing but still costs a patch (and a
+        # hatch tile in the PNG); more than half the segments of a many-planner figure
+        some = share > 0
+        if some.any():
+            ax.bar(
+                x[some],
+                share[some],
+                bottom=bottom[some],
+                width=0.7,
+                color=MODE_COLORS.get(mode, "#BBBBBB"),
+                hatch=MODE_HATCHES.get(mode, ""),
+                edgecolor="white",
+                linewidth=0.4,
+                label=mode.replace("_", " "),
+            )
         bottom += share
     ax.bar(
         x,
