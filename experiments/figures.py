@@ -41,9 +41,11 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
+from matplotlib.markers import MarkerStyle
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
@@ -514,6 +516,43 @@ def _cell_rows(df: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
     return {(str(e), str(c), str(p)): rows for (e, c, p), rows in groups.items()}
 
 
+def _points(
+    ax: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    markers: Sequence[str],
+    colors: Sequence[str],
+    edgecolors: Sequence[str],
+    *,
+    size: float,
+    linewidth: float,
+    zorder: float,
+) -> None:
+    """Points with a marker and colours each, drawn as one collection: what a ``scatter`` per
+    point draws, without an artist (to create, lay out and draw twice) per point. ``size``
+    is scatter's ``s`` (points squared); an unfilled marker is edged in its own colour, as
+    scatter does."""
+    keep = np.isfinite(x) & np.isfinite(y)
+    if not keep.any():
+        return
+    idx = np.flatnonzero(keep)
+    styles = [MarkerStyle(markers[i]) for i in idx]
+    edges = [
+        edgecolors[i] if style.is_filled() else colors[i]
+        for i, style in zip(idx, styles, strict=True)
+    ]
+    points = ax.scatter(
+        x[idx],
+        y[idx],
+        s=size,
+        c=[colors[i] for i in idx],
+        edgecolors=edges,
+        linewidths=linewidth,
+        zorder=zorder,
+    )
+    points.set_paths([style.get_path().transformed(style.get_transform()) for style in styles])
+
+
 def _thousands(value: float, _pos: object = None) -> str:
     """Short tick labels for token counts: 1500 -> 1.5k, 20000 -> 20k."""
     if value >= 1000:
@@ -561,17 +600,18 @@ def pareto_figure(
                         ls="--",
                         zorder=1,
                     )
-                for i, rec in enumerate(cells.to_dict("records")):
-                    ax.scatter(
-                        rec["tokens_mean"],
-                        rec["completion_rate"],
-                        color=colors[rec["planner"]],
-                        marker=markers[rec["planner"]],
-                        s=26,
-                        edgecolors="black" if i in front else "none",
-                        linewidths=0.6,
-                        zorder=3,
-                    )
+                names = [str(p) for p in cells["planner"]]
+                _points(
+                    ax,
+                    xs,
+                    ys,
+                    [markers[p] for p in names],
+                    [colors[p] for p in names],
+                    ["black" if i in front else "none" for i in range(len(names))],
+                    size=26,
+                    linewidth=0.6,
+                    zorder=3,
+                )
                 positive = xs[xs > 0]
                 if positive.size and positive.max() / positive.min() > 20:
                     ax.set_xscale("log")
@@ -622,6 +662,8 @@ def latency_cdf_figure(
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
                 ax = axes[r][c]
+                # the P50-P99 rows: one collection of lines and one of markers per panel
+                spans, span_colors, marks, mark_colors, marks_at = [], [], [], [], []
                 for j, planner in enumerate(planners):
                     rows = cells.get((env, level, planner))
                     if rows is None:
@@ -640,19 +682,30 @@ def latency_cdf_figure(
                     )
                     y = -STRIP_STEP * (j + 1)
                     p50, p99 = percentile(lat, 50), percentile(lat, 99)
-                    ax.plot([p50, p99], [y, y], color=color, lw=0.8, zorder=3)
-                    for value, marker in ((p50, "o"), (p99, "^")):
-                        ax.plot(
-                            [value],
-                            [y],
-                            marker=marker,
-                            color=color,
-                            markeredgecolor="black",
-                            markeredgewidth=0.4,
-                            markersize=3.5,
-                            ls="",
-                            zorder=4,
-                        )
+                    spans.append([(p50, y), (p99, y)])
+                    span_colors.append(color)
+                    marks += ["o", "^"]
+                    mark_colors += [color, color]
+                    marks_at += [(p50, y), (p99, y)]
+                if spans:
+                    ax.add_collection(
+                        LineCollection(
+                            spans, colors=span_colors, linewidths=0.8, capstyle="projecting"
+                        ),
+                        autolim=True,
+                    ).set_zorder(3)
+                    at = np.asarray(marks_at, dtype=np.float64)
+                    _points(
+                        ax,
+                        at[:, 0],
+                        at[:, 1],
+                        marks,
+                        mark_colors,
+                        ["black"] * len(marks),
+                        size=3.5**2,
+                        linewidth=0.4,
+                        zorder=4,
+                    )
                 for q in (0.5, 0.99):
                     ax.axhline(q, color="#BBBBBB", lw=0.5, ls=":", zorder=0)
                 ax.axhline(0.0, color="#777777", lw=0.4, zorder=0)

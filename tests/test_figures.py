@@ -250,23 +250,31 @@ def test_pareto_and_latency_have_one_panel_per_complexity() -> None:
 
 def test_latency_percentile_markers_do_not_overlap() -> None:
     """P50/P99 markers sit on one row per planner under the CDF, never on top of each other."""
+    from collections import Counter
+
+    from matplotlib.collections import PathCollection
+
     df = make_episodes()
     fig = latency_cdf_figure(df)
     for ax in fig.axes:
-        rows = {
-            round(float(line.get_ydata()[0]), 6)
-            for line in ax.lines
-            if line.get_marker() == "^" and len(line.get_ydata()) == 1
-        }
+        # the markers are one collection per panel: a P50 and a P99 on each planner's row
+        marks = [c for c in ax.collections if isinstance(c, PathCollection)]
+        ys = [round(float(y), 6) for c in marks for _, y in c.get_offsets()]
+        rows = Counter(ys)
         assert len(rows) == df["planner"].nunique()
-        assert all(y < 0 for y in rows)
+        assert all(y < 0 for y in rows) and set(rows.values()) == {2}
 
 
 def test_pareto_front_is_computed_per_complexity_panel() -> None:
     df = make_episodes()
     fig = pareto_figure(df)
     for ax in fig.axes:
-        outlined = [
-            c for c in ax.collections if c.get_edgecolor().size and c.get_edgecolor()[0][3] > 0
+        # points are one collection per panel, each with its own edge: front points outlined
+        points = [
+            (tuple(xy), edge[3] > 0)
+            for c in ax.collections
+            for xy, edge in zip(c.get_offsets(), c.get_edgecolor(), strict=True)
         ]
-        assert outlined, ax.get_title()  # every panel has its own front
+        front = set(pareto_front([xy for xy, _ in points]))
+        assert front, ax.get_title()  # every panel has its own front
+        assert [i in front for i in range(len(points))] == [edged for _, edged in points]
