@@ -553,6 +553,27 @@ def _points(
     points.set_paths([style.get_path().transformed(style.get_transform()) for style in styles])
 
 
+def _step_curves(
+    ax: Any,
+    curves: Sequence[tuple[np.ndarray, np.ndarray]],
+    colors: Sequence[str],
+    styles: Sequence[Any],
+    lw: float = 1.0,
+) -> None:
+    """Post-step curves (``ax.step(x, y, where="post")`` each) as one collection, each with
+    its colour and line style, drawn in order (no artist per curve)."""
+    segments = []
+    for x, y in curves:
+        steps = np.empty((2 * len(x) - 1, 2))
+        steps[:, 0] = np.repeat(x, 2)[1:]
+        steps[:, 1] = np.repeat(y, 2)[:-1]
+        segments.append(steps)
+    ax.add_collection(
+        LineCollection(segments, colors=list(colors), linestyles=list(styles), linewidths=lw),
+        autolim=True,
+    )
+
+
 def _thousands(value: float, _pos: object = None) -> str:
     """Short tick labels for token counts: 1500 -> 1.5k, 20000 -> 20k."""
     if value >= 1000:
@@ -663,6 +684,7 @@ def latency_cdf_figure(
             for c, level in enumerate(levels):
                 ax = axes[r][c]
                 # the P50-P99 rows: one collection of lines and one of markers per panel
+                curves, drawn = [], []
                 spans, span_colors, marks, mark_colors, marks_at = [], [], [], [], []
                 for j, planner in enumerate(planners):
                     rows = cells.get((env, level, planner))
@@ -671,15 +693,8 @@ def latency_cdf_figure(
                     lat = np.sort(latency[rows])
                     ecdf = np.arange(1, lat.size + 1, dtype=np.float64) / lat.size
                     color = colors[planner]
-                    ax.step(
-                        np.concatenate([[lat[0]], lat]),
-                        np.concatenate([[0.0], ecdf]),
-                        where="post",
-                        color=color,
-                        ls=styles[planner],
-                        lw=1.0,
-                        label=planner,
-                    )
+                    curves.append((np.concatenate([[lat[0]], lat]), np.concatenate([[0.0], ecdf])))
+                    drawn.append(planner)
                     y = -STRIP_STEP * (j + 1)
                     p50, p99 = percentile(lat, 50), percentile(lat, 99)
                     spans.append([(p50, y), (p99, y)])
@@ -687,6 +702,8 @@ def latency_cdf_figure(
                     marks += ["o", "^"]
                     mark_colors += [color, color]
                     marks_at += [(p50, y), (p99, y)]
+                if drawn:
+                    _step_curves(ax, curves, [colors[p] for p in drawn], [styles[p] for p in drawn])
                 if spans:
                     ax.add_collection(
                         LineCollection(
@@ -755,6 +772,7 @@ def time_to_success_figure(
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
                 ax = axes[r][c]
+                curves, drawn = [], []
                 for planner in planners:
                     rows = cells.get((env, level, planner))
                     if rows is None:
@@ -769,14 +787,21 @@ def time_to_success_figure(
                         curve = np.arange(1, times.size + 1) / latency.size
                     xs = np.concatenate([[0.0], times, [latency.max()]])
                     ys = np.concatenate([[0.0], curve, [curve[-1] if curve.size else 0.0]])
-                    ax.step(xs, ys, where="post", color=colors[planner], ls=styles[planner], lw=1.0)
-                    ax.plot(
-                        [xs[-1]],
-                        [ys[-1]],
-                        marker=markers[planner],
-                        color=colors[planner],
-                        markersize=3.5,
-                        ls="",
+                    curves.append((xs, ys))
+                    drawn.append(planner)
+                if drawn:
+                    _step_curves(ax, curves, [colors[p] for p in drawn], [styles[p] for p in drawn])
+                    # a marker ends each curve (all above the curves, in planner order)
+                    _points(
+                        ax,
+                        np.array([xs[-1] for xs, _ in curves]),
+                        np.array([ys[-1] for _, ys in curves]),
+                        [markers[p] for p in drawn],
+                        [colors[p] for p in drawn],
+                        [colors[p] for p in drawn],
+                        size=3.5**2,
+                        linewidth=float(matplotlib.rcParams["lines.markeredgewidth"]),
+                        zorder=2,
                     )
                 ax.set_ylim(-0.03, 1.03)
                 _grid_title(ax, env, level, len(envs))
