@@ -20,7 +20,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -89,13 +89,30 @@ PLAN_MISTAKES = {
 }
 
 
-@dataclass
 class Belief:
     """One model's view at one decision point: the option it prefers, and how good every
-    option it can see looks to it."""
+    option it can see looks to it. The values are drawn when first read (each is a named
+    draw, so when does not matter): a sample that keeps the preferred option never reads
+    them."""
 
-    top: str
-    values: dict[str, float]
+    __slots__ = ("top", "_values", "_draw_values")
+
+    def __init__(
+        self,
+        top: str,
+        values: dict[str, float] | None = None,
+        draw_values: Callable[[], dict[str, float]] | None = None,
+    ) -> None:
+        self.top = top
+        self._values = values
+        self._draw_values = draw_values
+
+    @property
+    def values(self) -> dict[str, float]:
+        if self._values is None:
+            assert self._draw_values is not None
+            self._values, self._draw_values = self._draw_values(), None
+        return self._values
 
     def value(self, kind: str) -> float:
         return self.values.get(kind, sum(LOOK["other"]) / 2)
@@ -305,9 +322,14 @@ class SimLLM:
             top = "persist"
         elif u("confused") < err * skill.systematic_share:
             top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
-        values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in available}
-        values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
-        self._beliefs[memo] = belief = Belief(top, values)
+
+        def draw_values() -> dict[str, float]:
+            values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in options}
+            values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
+            return values
+
+        options = tuple(available)
+        self._beliefs[memo] = belief = Belief(top, draw_values=draw_values)
         return belief
 
     @staticmethod
