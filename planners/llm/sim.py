@@ -148,10 +148,15 @@ def _read_result(text: str) -> tuple[Any, str | None]:
         return text, None
 
 
-def _transcript_observations(messages: Sequence[Message]) -> list[Obs]:
-    """Observations of a Thought/Action transcript: an assistant action, then 'Observation: ...'."""
-    out: list[Obs] = []
-    pending: tuple[str, dict[str, Any]] | None = None
+def _transcript_observations(
+    messages: Sequence[Message],
+    out: list[Obs] | None = None,
+    pending: tuple[str, dict[str, Any]] | None = None,
+) -> tuple[list[Obs], tuple[str, dict[str, Any]] | None]:
+    """Observations of a Thought/Action transcript: an assistant action, then 'Observation: ...'
+    (and the action still waiting for its observation); ``out`` and ``pending`` continue the
+    reading of an earlier part of the transcript."""
+    out = [] if out is None else out
     for m in messages:
         if m["role"] == "assistant":
             pending = _read_action(m["content"])
@@ -161,7 +166,7 @@ def _transcript_observations(messages: Sequence[Message]) -> list[Obs]:
             text = m["content"][len("Observation:") :].strip()
             out.append(_obs(f"obs_{len(out)}", pending[0], pending[1], text))
             pending = None
-    return out
+    return out, pending
 
 
 def _obs(key: str, tool: str, args: Any, text: str, ok: bool | None = None) -> Obs:
@@ -230,6 +235,10 @@ class SimLLM:
         self._json: dict[int, tuple[object, str]] = {}
         self._noticed: dict[tuple[str, str, str], float] = {}
         self._first_points: dict[str, str] = {}  # decision points of the first plan's steps
+        # the transcript read last: its (role, content) objects, its observations, pending
+        self._transcript: tuple[
+            list[tuple[str, str]], tuple[list[Obs], tuple[str, dict[str, Any]] | None]
+        ] = ([], ([], None))
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
@@ -267,6 +276,22 @@ class SimLLM:
         return Completion(text=text)
 
     # --- what the model sees -----------------------------------------------------------------
+
+    def observations(self, messages: Sequence[Message]) -> list[Obs]:
+        """The observations of a Thought/Action transcript. A transcript grows turn by turn:
+        when its first messages are the very ones read last time (the same role and content
+        objects), only the new ones are read."""
+        seen, (obs, pending) = self._transcript
+        n = len(seen)
+        if n <= len(messages) and all(
+            messages[i]["role"] is r and messages[i]["content"] is c
+            for i, (r, c) in enumerate(seen)
+        ):
+            obs, pending = _transcript_observations(messages[n:], list(obs), pending)
+        else:
+            obs, pending = _transcript_observations(messages)
+        self._transcript = ([(m["role"], m["content"]) for m in messages], (obs, pending))
+        return list(obs)
 
     def json_of(self, value: Any) -> str:
         """``dumps(value)``, once per object: the simulator only reads the values it parsed."""
@@ -455,7 +480,7 @@ class _Decider:
     def _action_point(
         self, messages: Sequence[Message]
     ) -> tuple[list[Obs], list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
-        obs = _transcript_observations(messages)
+        obs = self.sim.observations(messages)
         overlooked = self.sim.overlooked(self.skill, obs)
         gold = self.oracle.remaining(obs, overlooked)
         options = self._action_options(gold, obs, overlooked)
