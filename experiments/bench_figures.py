@@ -3,8 +3,8 @@
     python -m experiments.bench_figures runs/.../episodes.parquet [--repeat 3] [--out DIR]
 
 Figures are built and saved exactly as :func:`experiments.figures.write_figures` does (one
-process, through :func:`~experiments.figures.save_figure`); the time of each
-``Figure.savefig`` call is split by format. Times are process CPU seconds (less disturbed
+process, through :func:`~experiments.figures.save_figure`); the time of saving is split into
+the PDF, the PNG and the rest (solving the layout). Times are process CPU seconds (less disturbed
 than wall time by other work on the machine), the minimum over ``--repeat`` runs.
 """
 
@@ -26,23 +26,37 @@ from experiments.metrics import with_swept_columns
 
 
 @contextmanager
-def _timed_savefig(times: dict[str, float]) -> Iterator[None]:
-    """Record the CPU time of each ``Figure.savefig`` call under its format."""
-    original = Figure.savefig
+def _timed_saves(times: dict[str, float]) -> Iterator[None]:
+    """Record the CPU time of each ``Figure.savefig`` call under its format, and of
+    :func:`experiments.figures._save_png` (which draws the PNG without ``savefig``)."""
+    original_savefig, original_png = Figure.savefig, getattr(F, "_save_png", None)
+
+    def add(fmt: str, start: float) -> None:
+        times[fmt] = times.get(fmt, 0.0) + time.process_time() - start
 
     def savefig(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> None:
         start = time.process_time()
         try:
-            original(self, fname, *args, **kwargs)
+            original_savefig(self, fname, *args, **kwargs)
         finally:
-            fmt = kwargs.get("format") or Path(str(fname)).suffix.lstrip(".")
-            times[fmt] = times.get(fmt, 0.0) + time.process_time() - start
+            add(kwargs.get("format") or Path(str(fname)).suffix.lstrip("."), start)
+
+    def save_png(fig: Figure, path: Path) -> None:
+        start = time.process_time()
+        try:
+            original_png(fig, path)  # type: ignore[misc]
+        finally:
+            add("png", start)
 
     Figure.savefig = savefig  # type: ignore[method-assign]
+    if original_png is not None:  # older figures.py: the PNG went through savefig
+        F._save_png = save_png
     try:
         yield
     finally:
-        Figure.savefig = original  # type: ignore[method-assign]
+        Figure.savefig = original_savefig  # type: ignore[method-assign]
+        if original_png is not None:
+            F._save_png = original_png
 
 
 def bench(df: pd.DataFrame, out: Path, repeat: int = 1) -> dict[str, dict[str, float]]:
@@ -58,7 +72,7 @@ def bench(df: pd.DataFrame, out: Path, repeat: int = 1) -> dict[str, dict[str, f
             fig = F._build(name, df, summary, common)
             times = {"build": time.process_time() - start}
             start = time.process_time()
-            with _timed_savefig(times):
+            with _timed_saves(times):
                 F.save_figure(fig, out / name)
             # whatever save_figure spends outside savefig (e.g. solving the layout once)
             times["layout"] = time.process_time() - start - times["pdf"] - times["png"]

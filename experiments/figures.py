@@ -40,6 +40,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 import pandas as pd
+import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -967,8 +968,30 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
     paths = [stem.with_suffix(".pdf"), stem.with_suffix(".png")]
     with paper_style(), quiet_font_subsetting(), _layout_solved_once(fig):
         fig.savefig(paths[0], format="pdf", metadata=dict(PDF_METADATA))
-        fig.savefig(paths[1], format="png", metadata=dict(PNG_METADATA))
+        _save_png(fig, paths[1])
     return paths
+
+
+PNG_COMPRESS_LEVEL = 3
+"""zlib level of the saved PNGs (Pillow's default, 6, takes twice as long, for 7% less)."""
+
+
+def _save_png(fig: Figure, path: Path) -> None:
+    """The PNG ``savefig`` would write at :rc:`savefig.dpi`, without the alpha channel.
+
+    The figure's background is opaque, so RGB holds the same pixels; encoding three
+    channels at :data:`PNG_COMPRESS_LEVEL` takes half the time of matplotlib's RGBA at
+    Pillow's default level, for a file about as small. No metadata but the resolution.
+    """
+    dpi = float(matplotlib.rcParams["savefig.dpi"])
+    screen_dpi = fig.dpi
+    fig.dpi = dpi
+    try:
+        rgba, size = fig.canvas.print_to_buffer()
+    finally:
+        fig.dpi = screen_dpi
+    image = PIL.Image.frombuffer("RGBA", size, rgba, "raw", "RGBA", 0, 1).convert("RGB")
+    image.save(path, format="png", dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
 
 
 @contextmanager
