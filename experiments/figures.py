@@ -49,7 +49,14 @@ from matplotlib.lines import Line2D
 from matplotlib.markers import MarkerStyle
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    Locator,
+    MaxNLocator,
+    NullFormatter,
+    NullLocator,
+)
 
 from experiments.metrics import (
     COMPLEXITY_ORDER,
@@ -333,6 +340,7 @@ def _spare_work(fig: Figure) -> None:
       all ticks of its axis, and these add nothing to an axes' extent (no ticks on top or on
       the right; the bottom tick marks lie inside the box of the x tick labels below them).
       The left spine stays: inner panels have tick marks there but no labels.
+    * Tick locators return only the locations in view (:class:`_InView`).
     * No ligatures in titles, labels, legends and notes: a ligature glyph ("fi" in "precondition
       unverified") is kept in a second subset of the font, so the PDF embeds (and fontTools
       subsets) the whole font twice.
@@ -345,22 +353,56 @@ def _spare_work(fig: Figure) -> None:
                 axis.set_label_coords(*coords)
         for side in ("top", "right", "bottom"):
             ax.spines[side].set_in_layout(False)
+        for axis in (ax.xaxis, ax.yaxis):
+            for locator, install in (
+                (axis.get_major_locator(), axis.set_major_locator),
+                (axis.get_minor_locator(), axis.set_minor_locator),
+            ):
+                if not isinstance(locator, (NullLocator, FixedLocator, _InView)):
+                    install(_InView(locator))
     for text in texts:
         if hasattr(text, "set_fontfeatures"):  # only a matplotlib that shapes text has them
             text.set_fontfeatures(["-liga"])
 
 
-class _InViewLogLocator(LogLocator):
-    """:class:`~matplotlib.ticker.LogLocator` keeping only the locations in view: it returns
-    a decade more on either side, each a tick the axis creates and updates but never draws
-    (two thirds of a token axis's minor ticks)."""
+class _InView(Locator):
+    """Another locator's locations, only those in view (the ones the axis draws).
+
+    Linear and log locators return a step or a decade more on either side: ticks the axis
+    creates and updates at every layout pass and draw, and never draws (a quarter of the
+    ticks of the default figures). Everything else is the wrapped locator's.
+    """
+
+    def __init__(self, base: Locator) -> None:
+        self.base = base
+
+    def set_axis(self, axis: Any) -> None:
+        super().set_axis(axis)
+        self.base.set_axis(axis)
 
     def __call__(self) -> Any:
-        locs = np.asarray(super().__call__())
+        locs = np.asarray(self.base(), dtype=np.float64)
         if self.axis is None or locs.size == 0:
             return locs
-        low, high = sorted(self.axis.get_view_interval())
-        return locs[(locs >= low * (1 - 1e-9)) & (locs <= high * (1 + 1e-9))]
+        # the test the axis applies before drawing a tick, in the scale's coordinates
+        scale = self.axis.get_transform()
+        low, high = sorted(scale.transform(np.asarray(self.axis.get_view_interval(), float)))
+        where = scale.transform(locs)
+        slack = (high - low) * 1e-10
+        with np.errstate(invalid="ignore"):
+            return locs[(where >= low - slack) & (where <= high + slack)]
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        return self.base.tick_values(vmin, vmax)
+
+    def view_limits(self, vmin: float, vmax: float) -> Any:
+        return self.base.view_limits(vmin, vmax)
+
+    def nonsingular(self, v0: float, v1: float) -> Any:
+        return self.base.nonsingular(v0, v1)
+
+    def set_params(self, **kwargs: Any) -> None:
+        self.base.set_params(**kwargs)
 
 
 def _styles(planners: Sequence[str]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
@@ -645,8 +687,6 @@ def pareto_figure(
                 positive = xs[xs > 0]
                 if positive.size and positive.max() / positive.min() > 20:
                     ax.set_xscale("log")
-                    ax.xaxis.set_major_locator(_InViewLogLocator())
-                    ax.xaxis.set_minor_locator(_InViewLogLocator(subs="auto"))
                     ax.xaxis.set_minor_formatter(NullFormatter())
                     ax.tick_params(axis="x", which="minor", labelbottom=False)
                 else:
