@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -135,6 +135,35 @@ _REQUIRED_SUMMARY_INPUTS: tuple[str, ...] = (
     "faults_injected",
     *(src for _, src in _MEAN_COLUMNS),
 )
+
+EPISODE_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            *TASK_KEYS,
+            "trial",
+            *CONFIG_KEYS,
+            *_REQUIRED_SUMMARY_INPUTS,
+            *ROLE_TOKEN_COLUMNS,
+            "exposed_faults",
+            "overrides",
+            "run_dir",
+        )
+    )
+)
+"""Record columns the tables (and figures) read; with an ``overrides`` column, the columns
+its keys name too (:func:`table_columns`). Every other record column is left unread."""
+
+CATEGORY_COLUMNS: tuple[str, ...] = (
+    "planner",
+    "env",
+    "complexity",
+    "llm",
+    "faults",
+    "failure_mode",
+    "exposed_faults",
+)
+"""String columns with few distinct values, held as categoricals (categories sorted) in the
+frame the tables read: one byte a row instead of a string, and grouped without hashing."""
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -333,6 +362,39 @@ def _groups(
         yield (key if isinstance(key, tuple) else (key,)), sub
 
 
+def _group_positions(
+    df: pd.DataFrame, by: Sequence[str]
+) -> list[tuple[tuple[Hashable, ...], npt.NDArray[np.intp]]]:
+    """:func:`_groups` as (key, row positions) pairs: the same groups in the same order, each
+    with its rows' positions in ``df`` (ascending, the order of the rows of :func:`_groups`'
+    sub-frame), without building a sub-frame per group."""
+    indices = df.groupby(list(by), sort=False, dropna=False, observed=True).indices
+    pairs = sorted(indices.items(), key=lambda item: int(item[1][0]))  # first appearance
+    return [(key if isinstance(key, tuple) else (key,), at) for key, at in pairs]
+
+
+def task_codes(df: pd.DataFrame, keys: Sequence[str]) -> npt.NDArray[np.intp]:
+    """Task numbers in the sorted order of the ``keys`` values as strings: equal to
+    ``pd.factorize(pd.MultiIndex.from_frame(df[keys].astype(str)), sort=True)[0]``, column
+    by column (a MultiIndex of every row is slow to build and to sort)."""
+    keys = list(keys)
+    if bool(df[keys].isna().to_numpy().any()):  # a missing key: a value of its own there
+        return pd.factorize(pd.MultiIndex.from_frame(df[keys].astype(str)), sort=True)[0]
+    codes, _ = _string_ranks(df[keys[0]])
+    for key in keys[1:]:
+        more, n_more = _string_ranks(df[key])
+        codes, _ = pd.factorize(codes.astype(np.int64) * n_more + more, sort=True)
+    return codes
+
+
+def _string_ranks(column: pd.Series) -> tuple[npt.NDArray[np.intp], int]:
+    """``pd.factorize(column.astype(str), sort=True)`` (codes, number of codes), converting
+    only the distinct values to strings (a seed column is 100k ints but one string)."""
+    raw, uniques = pd.factorize(column, use_na_sentinel=False)
+    ranks, names = pd.factorize(pd.Series(uniques).astype(str), sort=True)
+    return ranks[raw], len(names)
+
+
 # --------------------------------------------------------------------------- keys
 
 
@@ -406,6 +468,17 @@ def with_swept_columns(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def table_columns(columns: Iterable[str], overrides: Iterable[object] = ()) -> list[str]:
+    """The ones of ``columns`` (in their order) that the tables and figures read:
+    :data:`EPISODE_COLUMNS` and, for the ``overrides`` values given, the columns their keys
+    name (:func:`with_swept_columns` may have added them, or a record may hold one)."""
+    wanted = set(EPISODE_COLUMNS)
+    for text in overrides:
+        for key in parse_overrides(text):
+            wanted |= {key, override_column(key)}
+    return [c for c in columns if c in wanted]
+
+
 def swept_keys(df: pd.DataFrame) -> list[str]:
     """Config columns that take more than one value in ``df``: ``seed``, ``llm``, ``faults``
     and every override column :func:`with_swept_columns` added. Cells are grouped by these,
@@ -467,6 +540,39 @@ def task_weights(
         yield np.bincount(drawn.ravel(), minlength=size * n_tasks).reshape(size, n_tasks)
 
 
+def _exact_sums(x: FloatArray) -> bool:
+    """Whether every weighted sum ``w @ x`` of :func:`task_weights` is an integer below 2**53
+    (``x`` integer-valued, ``len(x) * max|x|`` small): then every order of adding gives the
+    same float, and a sum over the drawn tasks equals the matrix product bit for bit."""
+    if x.size == 0 or not np.isfinite(x).all():
+        return False
+    return bool(np.array_equal(x, np.trunc(x)) and np.abs(x).max() * x.size < 2.0**53)
+
+
+def resampled_sums(
+    rng: np.random.Generator, columns: Sequence[FloatArray], n_boot: int
+) -> Iterator[list[FloatArray]]:
+    """Per chunk of :func:`task_weights` (same draws from ``rng``), ``[w @ x for x in
+    columns]``. When every column's sums are exact (:func:`_exact_sums`) they are summed over
+    the drawn tasks in integers instead (a column of ones: the number of tasks), which skips
+    counting the draws and the float matrix products and gives the same numbers."""
+    n = columns[0].size
+    if not all(_exact_sums(x) for x in columns):
+        for w in task_weights(rng, n, n_boot):
+            yield [w @ x for x in columns]
+        return
+    ones = [bool((x == 1).all()) for x in columns]
+    ints = [x.astype(np.int64) for x in columns]
+    rows = max(1, BOOT_CHUNK_ELEMENTS // max(n, 1))
+    for start in range(0, n_boot, rows):
+        size = min(rows, n_boot - start)
+        drawn = rng.integers(0, n, size=(size, n))  # task_weights' draws, not counted
+        yield [
+            np.full(size, float(n)) if one else x[drawn].sum(axis=1).astype(np.float64)
+            for x, one in zip(ints, ones, strict=True)
+        ]
+
+
 def _interval(stats: FloatArray, confidence: float) -> tuple[float, float]:
     stats = stats[np.isfinite(stats)]
     if stats.size == 0:
@@ -496,7 +602,7 @@ def task_bootstrap_ratio(
     c = np.asarray(counts, dtype=np.float64)
     if s.size == 0:
         return (math.nan, math.nan)
-    parts = [(w @ s) / (w @ c) for w in task_weights(rng, s.size, n_boot)]
+    parts = [num / den for num, den in resampled_sums(rng, [s, c], n_boot)]
     return _interval(np.concatenate(parts), confidence)
 
 
@@ -540,7 +646,11 @@ def task_bootstrap_percentile(
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return (math.nan, math.nan)
-    codes, _ = pd.factorize(pd.Series(list(tasks)), sort=True)
+    labels = np.asarray(tasks)
+    if labels.dtype.kind in "iu":  # task numbers: sorted uniques as factorize(sort=True) has
+        codes = np.unique(labels, return_inverse=True)[1].reshape(-1)
+    else:
+        codes, _ = pd.factorize(pd.Series(list(tasks)), sort=True)
     order = np.lexsort((codes, v))
     v, codes = v[order], codes[order]
     n_tasks = int(codes.max()) + 1
@@ -703,25 +813,30 @@ def summarize(
         raise ValueError("'by' must name at least one column")
     _require(df, (*by, *_REQUIRED_SUMMARY_INPUTS))
     roles = [c for c in ROLE_TOKEN_COLUMNS if c in df.columns]
-    work = df.copy()
-    work["_success"] = _success_bool(df["success"])
+
+    # every column the cells read, as one array each (a cell takes its rows by position and
+    # makes them float64): numpy's own numbers without a copy, others converted once
+    def numbers(series: pd.Series) -> npt.NDArray[Any]:
+        raw = series.to_numpy()
+        return raw if raw.dtype.kind in "biuf" else series.to_numpy(dtype=np.float64)
+
+    success_all = _success_bool(df["success"])
+    values = {src: numbers(df[src]) for _, src in _MEAN_COLUMNS}
+    for src in ("latency_s", "cost_usd", "faults_injected"):
+        values[src] = numbers(df[src])
     for role in roles:
-        work[role] = work[role].fillna(0)
-    tkeys = [k for k in ("seed", "task_id") if k in work.columns and k not in by]
-    if tkeys:
-        work["_task"] = pd.factorize(pd.MultiIndex.from_frame(work[tkeys].astype(str)), sort=True)[
-            0
-        ]
-    else:
-        work["_task"] = np.arange(len(work))
+        values[role] = numbers(df[role].fillna(0))
+    harness_all = (df["failure_mode"] == "harness_error").to_numpy(dtype=bool)
+    tkeys = [k for k in ("seed", "task_id") if k in df.columns and k not in by]
+    task_all = task_codes(df, tkeys) if tkeys else np.arange(len(df))
 
     rows: list[dict[str, Any]] = []
-    for key, sub in _groups(work, by):
-        success = sub["_success"].to_numpy(dtype=bool)
+    for key, at in _group_positions(df, by):
+        success = success_all[at]
         n = int(success.size)
         n_success = int(success.sum())
-        tasks = sub["_task"].to_numpy()
-        task_codes, task_index = np.unique(tasks, return_inverse=True)
+        tasks = task_all[at]
+        task_ids, task_index = np.unique(tasks, return_inverse=True)
         counts = np.bincount(task_index).astype(np.float64)
         ci_low, ci_high = wilson_interval(n_success, n, confidence)
         method = "wilson"
@@ -739,7 +854,7 @@ def summarize(
         row: dict[str, Any] = dict(zip(by, key, strict=True))
         row.update(
             n=n,
-            n_tasks=int(task_codes.size),
+            n_tasks=int(task_ids.size),
             trials_max=int(counts.max()),
             successes=n_success,
             completion_rate=n_success / n,
@@ -748,8 +863,8 @@ def summarize(
             completion_ci_method=method,
         )
         for out_col, src in _MEAN_COLUMNS:
-            row[out_col] = float(np.mean(sub[src].to_numpy(dtype=np.float64)))
-        tokens = sub["tokens_total"].to_numpy(dtype=np.float64)
+            row[out_col] = float(np.mean(values[src][at].astype(np.float64)))
+        tokens = values["tokens_total"][at].astype(np.float64)
         row["tokens_mean_ci_low"], row["tokens_mean_ci_high"] = task_bootstrap_ratio(
             np.bincount(task_index, weights=tokens),
             counts,
@@ -757,7 +872,7 @@ def summarize(
             n_boot=n_boot,
             confidence=confidence,
         )
-        latency = sub["latency_s"].to_numpy(dtype=np.float64)
+        latency = values["latency_s"][at].astype(np.float64)
         for q in (50, 99):
             name = f"latency_p{q}"
             row[name] = percentile(latency, q)
@@ -771,17 +886,17 @@ def summarize(
             )
             row[f"{name}_ci_low"] = low
             row[f"{name}_ci_high"] = high
-        cost = sub["cost_usd"].to_numpy(dtype=np.float64)
+        cost = values["cost_usd"][at].astype(np.float64)
         row["cost_mean"] = float(np.mean(cost))
-        row["harness_errors"] = int((sub["failure_mode"] == "harness_error").sum())
+        row["harness_errors"] = int(harness_all[at].sum())
         row["successes_tokens_mean"] = float(tokens[success].mean()) if n_success else math.nan
         row["successes_cost_mean"] = float(cost[success].mean()) if n_success else math.nan
         row["successes_latency_p50"] = percentile(latency[success], 50)
         row["cost_per_success"] = float(cost.sum() / n_success) if n_success else math.nan
         row["time_to_success_km_median"] = km_median(latency, success)
         for role in roles:
-            row[f"{role}_mean"] = float(np.mean(sub[role].to_numpy(dtype=np.float64)))
-        faulted = sub["faults_injected"].to_numpy(dtype=np.float64) > 0
+            row[f"{role}_mean"] = float(np.mean(values[role][at].astype(np.float64)))
+        faulted = values["faults_injected"][at].astype(np.float64) > 0
         n_faulted = int(faulted.sum())
         row["recovery_rate_conditional"] = float(success[faulted].mean()) if n_faulted else math.nan
         row["n_faulted"] = n_faulted
@@ -920,7 +1035,7 @@ def paired_difference(
     on = pair_keys(df) if on is None else list(on)
     _require(df, ("planner", "success", *on))
     part = df[df["planner"].isin([planner_a, planner_b])]
-    rates = _task_rates(part, on)
+    rates = _rate_columns(_task_rates(part, on))
     return _paired_stats(
         rates, planner_a, planner_b, seed=seed, n_boot=n_boot, confidence=confidence
     )
@@ -945,8 +1060,14 @@ def _task_rates(df: pd.DataFrame, on: Sequence[str]) -> pd.DataFrame:
     return grouped.mean().unstack("planner")
 
 
+def _rate_columns(rates: pd.DataFrame) -> dict[Hashable, FloatArray]:
+    """:func:`_task_rates`' columns as arrays (a frame's column is slow to look up, and a
+    planner's is looked up once per other planner)."""
+    return {p: rates[p].to_numpy(dtype=np.float64) for p in rates.columns}
+
+
 def _paired_stats(
-    rates: pd.DataFrame,
+    rates: Mapping[Hashable, FloatArray],
     planner_a: str,
     planner_b: str,
     *,
@@ -954,10 +1075,10 @@ def _paired_stats(
     n_boot: int,
     confidence: float,
 ) -> dict[str, Any]:
-    """:func:`paired_difference`'s numbers from per-task rates (tasks both planners ran)."""
-    if planner_a in rates.columns and planner_b in rates.columns:
-        a = rates[planner_a].to_numpy(dtype=np.float64)
-        b = rates[planner_b].to_numpy(dtype=np.float64)
+    """:func:`paired_difference`'s numbers from per-task rates (:func:`_rate_columns`; tasks
+    both planners ran)."""
+    if planner_a in rates and planner_b in rates:
+        a, b = rates[planner_a], rates[planner_b]
         ran = ~(np.isnan(a) | np.isnan(b))  # tasks both planners ran
         a, b = a[ran], b[ran]
     else:
@@ -965,9 +1086,8 @@ def _paired_stats(
     diff = a - b
     n_pairs = int(diff.size)
     if n_pairs:
-        parts = [
-            (w @ diff) / n_pairs for w in task_weights(np.random.default_rng(seed), n_pairs, n_boot)
-        ]
+        rng = np.random.default_rng(seed)
+        parts = [total / n_pairs for (total,) in resampled_sums(rng, [diff], n_boot)]
         low, high = _interval(np.concatenate(parts), confidence)
     else:
         low = high = math.nan
@@ -1013,8 +1133,8 @@ def pairwise_comparisons(
     _require(df, ("planner", "success", *on))
     rows: list[dict[str, Any]] = []
     for key, sub in _groups(df, groups):
-        rates = _task_rates(sub, on)
-        present = [p for p in planners if p in rates.columns]
+        rates = _rate_columns(_task_rates(sub, on))
+        present = [p for p in planners if p in rates]
         for i, a in enumerate(present):
             for b in present[i + 1 :]:
                 d = _paired_stats(
@@ -1077,7 +1197,7 @@ def recovery_by_fault(
     tkeys = [k for k in ("seed", "complexity", "task_id") if k in df.columns]
     work = df[list(dict.fromkeys([*by, *tkeys]))].copy()
     work["_success"] = _success_bool(df["success"])
-    work["_task"] = pd.factorize(pd.MultiIndex.from_frame(df[tkeys].astype(str)), sort=True)[0]
+    work["_task"] = task_codes(df, tkeys)
     kinds = [_fault_kinds(v) or ["(none)"] for v in df["exposed_faults"]]
     work["fault"] = kinds
     work = work.explode("fault")
@@ -1154,15 +1274,14 @@ def robustness(
             if merged.empty:
                 continue
             task_cols = [k for k in match if k != "trial"]
-            codes = pd.factorize(
-                pd.MultiIndex.from_frame(merged[task_cols].astype(str)), sort=True
-            )[0]
+            codes = task_codes(merged, task_cols)
             s0 = np.bincount(codes, weights=merged["_success_0"].to_numpy())
             s1 = np.bincount(codes, weights=merged["_success_1"].to_numpy())
             r0, r1 = s0.sum() / len(merged), s1.sum() / len(merged)
             stats = []
-            for w in task_weights(_rng(seed, *key, faults, "robustness"), s0.size, n_boot):
-                num, den = w @ s1, w @ s0
+            for num, den in resampled_sums(
+                _rng(seed, *key, faults, "robustness"), [s1, s0], n_boot
+            ):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     stats.append(np.where(den > 0, num / den, np.nan))
             low, high = _interval(np.concatenate(stats), confidence)
@@ -1197,22 +1316,45 @@ def first_recovery_time(tool_calls: Iterable[Mapping[str, Any]]) -> float:
     return min(after) - first if after else math.nan
 
 
+_TRACE_FIELDS = ("planner", "task_id", "tool_calls", "trial")
+
+
+def _trace_fields(line: bytes) -> dict[str, Any]:
+    """A trace line's object, or enough of it: trace lines are written with sorted keys, so
+    ``planner``, ``task_id``, ``tool_calls`` and ``trial`` are its last keys and ``events``
+    (most of the line) comes before them; the object is parsed from its ``"planner"`` key on.
+    That parse succeeds only where the key is the line's own (one nested deeper leaves
+    closing brackets over), and it is kept only if it holds all four keys; otherwise the
+    whole line is parsed (raising ``ValueError`` for a torn line)."""
+    at = line.find(b'"planner": ')
+    if at > 0:
+        try:
+            doc = json.loads(b"{" + line[at:])
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and all(k in doc for k in _TRACE_FIELDS):
+            return doc
+    parsed: dict[str, Any] = json.loads(line)
+    return parsed
+
+
 def read_recovery_times(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
     """:func:`first_recovery_time` of every episode with an injected fault, from the
     ``traces.jsonl`` of each run dir (streamed line by line; lines without an injected fault
-    are skipped unparsed). Columns: run_dir, planner, task_id, trial, recovery_time_s."""
+    are skipped unparsed, and read as bytes, not decoded). Columns: run_dir, planner, task_id,
+    trial, recovery_time_s."""
     rows = []
     for run_dir in run_dirs:
         path = Path(run_dir) / "traces.jsonl"
         if not path.is_file():
             continue
-        with path.open(encoding="utf-8") as fh:
+        with path.open("rb") as fh:
             for line in fh:
-                if '"injected": true' not in line and '"injected":true' not in line:
+                if b'"injected": true' not in line and b'"injected":true' not in line:
                     continue
                 try:
-                    doc = json.loads(line)
-                except ValueError:  # a torn last line of a run still being written
+                    doc = _trace_fields(line)
+                except ValueError:  # a torn last line of a run still being written (or not UTF-8)
                     continue
                 rows.append(
                     {

@@ -161,6 +161,196 @@ def load_records(path: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).infer_objects()
 
 
+ROW_GROUP_ROWS = 8 * CHUNK_ROWS
+"""Records per Parquet row group :func:`write_parquet` writes (the Arrow chunks of one row
+group are what it holds of the file at once, a few MB)."""
+
+
+def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _categoricals() -> bool:
+    """Whether to hold repeated strings as categoricals: with pandas 3, whose ``groupby``
+    leaves unobserved categories out by default (with pandas 2, code that does not pass
+    ``observed=True`` would get empty groups)."""
+    import pandas as pd
+
+    return int(pd.__version__.split(".")[0]) >= 3
+
+
+def as_categories(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``df`` with each of ``columns`` that holds strings as a categorical (categories sorted,
+    so grouping with ``sort=True`` orders them as it orders the strings); a column already
+    categorical, or not of strings, stays as it is (and every column, without
+    :func:`_categoricals`)."""
+    import pandas as pd
+
+    if not _categoricals():
+        return df
+    change = {
+        c: df[c].astype("category")
+        for c in columns
+        if c in df.columns
+        and not isinstance(df[c].dtype, pd.CategoricalDtype)
+        and pd.api.types.infer_dtype(df[c], skipna=True) == "string"
+    }
+    return df.assign(**change) if change else df
+
+
+def _count_lines(path: Path) -> int:
+    """Newlines in a file: at least as many as its complete records."""
+    with path.open("rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+
+
+class _Column:
+    """One kept column of :func:`write_parquet`, filled chunk by chunk into one array sized
+    for every record (no per-chunk pieces to concatenate: those leave the heap fragmented).
+    Numbers and booleans go straight into their numpy array; strings to categorize become
+    codes; anything else is held as Python objects and given the chunks' dtype at the end."""
+
+    def __init__(self, dtype: Any, size: int, categorical: bool) -> None:
+        import numpy as np
+
+        self.dtype = dtype
+        self.categorical = categorical
+        if categorical:
+            self.values = np.empty(size, dtype=np.int32)
+            self.codes: dict[Any, int] = {}
+        elif isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+            self.values = np.empty(size, dtype=dtype)
+        else:
+            self.values = np.empty(size, dtype=object)
+
+    def fill(self, at: int, series: pd.Series) -> None:
+        import numpy as np
+        import pandas as pd
+
+        end = at + len(series)
+        if self.categorical:
+            local, uniques = pd.factorize(series)  # missing: -1, kept as -1
+            lookup = np.array(
+                [self.codes.setdefault(u, len(self.codes)) for u in uniques] + [-1],
+                dtype=np.int32,
+            )
+            self.values[at:end] = lookup[local]
+        elif self.values.dtype == object:
+            self.values[at:end] = series.to_numpy(dtype=object)
+        else:
+            self.values[at:end] = series.to_numpy()
+
+    def finish(self, n: int) -> Any:
+        import numpy as np
+        import pandas as pd
+
+        values = self.values[:n]
+        if self.categorical:
+            first_seen = list(self.codes)
+            order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+            rank = np.empty(len(order) + 1, dtype=np.int32)
+            rank[order] = np.arange(len(order), dtype=np.int32)
+            rank[-1] = -1
+            categories = pd.Index([first_seen[i] for i in order], dtype=self.dtype)
+            return pd.Categorical.from_codes(rank[values], categories=categories)
+        if values.dtype == object and self.dtype != object:
+            return pd.array(values, dtype=self.dtype)
+        return values
+
+
+def write_parquet(
+    path: str | Path,
+    dest: str | Path,
+    *,
+    columns: Iterable[str] | None = None,
+    categories: Iterable[str] = (),
+) -> pd.DataFrame:
+    """``load_records(path).to_parquet(dest, index=False)`` without holding every record, and
+    the records' ``columns`` (all if None) as a frame, ``categories`` as categoricals
+    (:func:`as_categories`).
+
+    The records are parsed :data:`CHUNK_ROWS` at a time and written a row group at a time;
+    the kept columns are filled into arrays sized for every record. The file reads back
+    equal to the whole-frame one (columns, their order, dtypes, values), and the frame equals
+    ``as_categories(load_records(path)[kept columns], categories)``, as long as every chunk
+    has the same columns and dtypes (records of one job do). Records whose chunks differ (a
+    key only later records have, a column all null in one chunk) are read whole, as
+    :func:`load_records` infers them. Records with an ``overrides`` column keep every column
+    (its keys may name any). The file is written beside ``dest`` and renamed over it.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, dest = Path(path), Path(dest)
+    wanted = None if columns is None else set(columns)
+    categorize = set(categories) if _categoricals() else set()
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    writer: pq.ParquetWriter | None = None
+    dtypes: list[tuple[str, Any]] = []
+    kept: dict[str, _Column] = {}
+    pending: list[pa.Table] = []
+    size = n = 0
+    uniform = True
+    try:
+        for rows in _chunks(iter_jsonl(path, RECORD_KEYS), CHUNK_ROWS):
+            frame = pd.DataFrame(rows)
+            del rows
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                dtypes = list(frame.dtypes.items())
+                writer = pq.ParquetWriter(tmp, table.schema, compression="snappy")
+                size = _count_lines(path)
+                everything = wanted is None or "overrides" in frame.columns
+                kept = {
+                    c: _Column(d, size, c in categorize and isinstance(d, pd.StringDtype))
+                    for c, d in dtypes
+                    if everything or c in (wanted or ())
+                }
+            elif list(frame.dtypes.items()) != dtypes or not table.schema.equals(
+                writer.schema, check_metadata=True
+            ):
+                uniform = False
+                break
+            if n + len(frame) > size:  # appended to since it was counted
+                uniform = False
+                break
+            for c, column in kept.items():
+                column.fill(n, frame[c])
+            n += len(frame)
+            del frame
+            pending.append(table)
+            if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+                writer.write_table(pa.concat_tables(pending))
+                pending = []
+        if writer is not None and uniform:
+            if pending:
+                writer.write_table(pa.concat_tables(pending))
+                pending = []
+            writer.close()
+            writer = None
+            os.replace(tmp, dest)
+            out = {c: kept.pop(c).finish(n) for c in list(kept)}
+            return pd.DataFrame(out, index=pd.RangeIndex(n), copy=False)
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+    # no records, or chunks that differ: the whole frame, as load_records infers it
+    df = load_records(path)
+    df.to_parquet(dest, index=False)
+    if wanted is not None and "overrides" not in df.columns:
+        df = df[[c for c in df.columns if c in wanted]]
+    return as_categories(df, categories)
+
+
 def load(path_or_glob: str | Path) -> pd.DataFrame:
     """All episodes under a run dir, a sweep dir, a file, or a glob of any of these."""
     matches = sorted(glob.glob(str(path_or_glob), recursive=True)) or [str(path_or_glob)]

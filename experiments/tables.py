@@ -14,6 +14,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from experiments.metrics import (
+    CATEGORY_COLUMNS,
     COMPLEXITY_ORDER,
     PERCENTILE_METHOD,
     cell_keys,
@@ -29,10 +30,11 @@ from experiments.metrics import (
     sort_cells,
     summarize,
     swept_keys,
+    table_columns,
     time_to_recover,
     with_swept_columns,
 )
-from experiments.records import measured
+from experiments.records import as_categories, measured
 
 MISSING = "--"
 """Placeholder for cells without data (ASCII so it is safe in Markdown and LaTeX)."""
@@ -45,6 +47,19 @@ _COMPLETION_INPUTS = (
     "completion_ci_low",
     "completion_ci_high",
 )
+
+
+def tables_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``df`` the tables and figures read
+    (:func:`~experiments.metrics.table_columns`), the repeated strings
+    (:data:`~experiments.metrics.CATEGORY_COLUMNS`) as categoricals: what
+    :func:`write_summaries` computes from (the same bytes as from every column, with less
+    to copy)."""
+    overrides = pd.unique(df["overrides"]) if "overrides" in df.columns else ()
+    columns = table_columns(df.columns, overrides)
+    if len(columns) < len(df.columns):
+        df = df[columns]
+    return as_categories(df, CATEGORY_COLUMNS)
 
 
 def _is_missing(value: object) -> bool:
@@ -511,7 +526,7 @@ def write_summaries(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     left_out = len(df)
-    df = measured(df)  # an infrastructure_error is the endpoint's failure, not the agent's
+    df = measured(tables_frame(df))  # infrastructure_error: the endpoint's failure, not the agent's
     left_out -= len(df)
     df = with_swept_columns(df)
     summary = summarize(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
@@ -722,5 +737,6 @@ __all__ = [
     "recovery_time_table",
     "robustness_table",
     "success_cost_table",
+    "tables_frame",
     "write_summaries",
 ]
