@@ -47,7 +47,8 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.markers import MarkerStyle
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, PathPatch
+from matplotlib.path import Path as MplPath
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import (
     FixedLocator,
@@ -864,6 +865,23 @@ def time_to_success_figure(
     return fig
 
 
+def _rectangles(left: np.ndarray, bottom: np.ndarray, width: float, height: np.ndarray) -> MplPath:
+    """One path of closed rectangles, each drawn as a bar's :class:`Rectangle` is."""
+    right, top = left + width, bottom + height
+    corners = np.stack(
+        [
+            np.column_stack([left, bottom]),
+            np.column_stack([right, bottom]),
+            np.column_stack([right, top]),
+            np.column_stack([left, top]),
+            np.column_stack([left, bottom]),
+        ],
+        axis=1,
+    )
+    codes = [MplPath.MOVETO, MplPath.LINETO, MplPath.LINETO, MplPath.LINETO, MplPath.CLOSEPOLY]
+    return MplPath(corners.reshape(-1, 2), codes * len(left))
+
+
 def _failure_bars(
     ax: Any,
     dist: pd.DataFrame,
@@ -878,20 +896,19 @@ def _failure_bars(
     bottom = np.zeros(len(dist))
     for mode in modes:
         share = dist[mode].fillna(0.0).to_numpy(dtype=float)
-        # no empty segments: a zero-height bar draws nothing but still costs a patch (and a
-        # hatch tile in the PNG); more than half the segments of a many-planner figure
+        # a mode's segments (none of zero height) as one patch of rectangles: one fill and
+        # one hatch tile per mode and panel rather than per segment, the same pixels
         some = share > 0
         if some.any():
-            ax.bar(
-                x[some],
-                share[some],
-                bottom=bottom[some],
-                width=0.7,
-                color=MODE_COLORS.get(mode, "#BBBBBB"),
-                hatch=MODE_HATCHES.get(mode, ""),
-                edgecolor="white",
-                linewidth=0.4,
-                label=mode.replace("_", " "),
+            ax.add_patch(
+                PathPatch(
+                    _rectangles(x[some] - 0.35, bottom[some], 0.7, share[some]),
+                    facecolor=MODE_COLORS.get(mode, "#BBBBBB"),
+                    hatch=MODE_HATCHES.get(mode, ""),
+                    edgecolor="white",
+                    linewidth=0.4,
+                    label=mode.replace("_", " "),
+                )
             )
         bottom += share
     ax.bar(

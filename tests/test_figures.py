@@ -122,8 +122,10 @@ def test_each_planner_has_the_same_colour_in_every_figure() -> None:
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
 
-    strips = [p for p in ax.patches if p.get_y() < 0]
+    # the failure-mode segments are one patch per mode; the strips are bars (rectangles)
+    strips = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_y() < 0]
     assert [to_hex(p.get_facecolor()) for p in strips] == [expected[p].lower() for p in labels]
 
 
@@ -278,3 +280,28 @@ def test_pareto_front_is_computed_per_complexity_panel() -> None:
         front = set(pareto_front([xy for xy, _ in points]))
         assert front, ax.get_title()  # every panel has its own front
         assert [i in front for i in range(len(points))] == [edged for _, edged in points]
+
+
+def test_failure_segments_stack_each_planners_shares_to_one() -> None:
+    """Each mode is one patch of rectangles; per planner the segments stack from 0 to 1."""
+    from itertools import pairwise
+
+    from matplotlib.patches import PathPatch
+
+    df = eight_planner_episodes()
+    fig = failure_modes_figure(df)
+    ax = fig.axes[0]
+    heights: dict[float, list[tuple[float, float]]] = {}
+    for patch in ax.patches:
+        if not isinstance(patch, PathPatch):
+            continue
+        corners = patch.get_path().vertices.reshape(-1, 5, 2)
+        for box in corners:
+            (left, low), (right, high) = box.min(axis=0), box.max(axis=0)
+            assert right - left == pytest.approx(0.7)
+            heights.setdefault(round((left + right) / 2, 6), []).append((low, high))
+    assert sorted(heights) == list(range(df["planner"].nunique()))
+    for spans in heights.values():
+        spans.sort()
+        assert spans[0][0] == pytest.approx(0.0) and spans[-1][1] == pytest.approx(1.0)
+        assert all(a[1] == pytest.approx(b[0]) for a, b in pairwise(spans))
