@@ -505,6 +505,10 @@ def completion_figure(
             cells = summary[summary["env"] == env]
             levels = _ordered_complexities(list(cells["complexity"]))
             xpos = {c: i for i, c in enumerate(levels)}
+            # what ax.errorbar draws, with the bars and caps of all planners as one collection
+            # each (below the lines and markers, as errorbar orders them) rather than three
+            # artists per planner
+            bars, bar_colors, caps_x, caps_y, cap_colors = [], [], [], [], []
             for j, planner in enumerate(planners):
                 sub = cells[cells["planner"] == planner]
                 if sub.empty:
@@ -512,24 +516,40 @@ def completion_figure(
                 sub = sub.assign(_x=[xpos[c] for c in sub["complexity"]]).sort_values("_x")
                 x = sub["_x"].to_numpy(dtype=float) + (j - (len(planners) - 1) / 2) * dodge
                 y = sub["completion_rate"].to_numpy(dtype=float)
-                yerr = np.vstack(
-                    [
-                        y - sub["completion_ci_low"].to_numpy(dtype=float),
-                        sub["completion_ci_high"].to_numpy(dtype=float) - y,
-                    ]
-                )
-                ax.errorbar(
+                # errorbar's arithmetic: y -/+ the distances to the interval's ends
+                low = y - (y - sub["completion_ci_low"].to_numpy(dtype=float))
+                high = y + (sub["completion_ci_high"].to_numpy(dtype=float) - y)
+                bars += [[(xi, lo), (xi, hi)] for xi, lo, hi in zip(x, low, high, strict=True)]
+                bar_colors += [colors[planner]] * len(x)
+                caps_x += [*x, *x]
+                caps_y += [*low, *high]
+                cap_colors += [colors[planner]] * (2 * len(x))
+                ax.plot(
                     x,
                     y,
-                    yerr=yerr,
                     color=colors[planner],
                     marker=markers[planner],
                     ls=styles[planner],
                     markersize=4,
-                    capsize=2,
-                    elinewidth=0.8,
                     lw=0.8,
                     label=planner,
+                    zorder=2.1,
+                )
+            if bars:
+                ax.add_collection(
+                    LineCollection(bars, colors=bar_colors, linewidths=0.8, zorder=2),
+                    autolim=True,
+                )
+                _points(
+                    ax,
+                    np.asarray(caps_x, dtype=float),
+                    np.asarray(caps_y, dtype=float),
+                    ["_"] * len(caps_x),
+                    cap_colors,
+                    cap_colors,
+                    size=(2 * 2) ** 2,  # errorbar's capsize=2: a cap 2 * capsize wide
+                    linewidth=float(matplotlib.rcParams["lines.markeredgewidth"]),
+                    zorder=2,
                 )
             if width / ncols < 1.9:  # narrow panels: slanted labels so they never touch
                 ax.set_xticks(range(len(levels)), levels, rotation=25, ha="right")

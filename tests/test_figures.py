@@ -305,3 +305,25 @@ def test_failure_segments_stack_each_planners_shares_to_one() -> None:
         spans.sort()
         assert spans[0][0] == pytest.approx(0.0) and spans[-1][1] == pytest.approx(1.0)
         assert all(a[1] == pytest.approx(b[0]) for a, b in pairwise(spans))
+
+
+def test_completion_error_bars_span_the_summary_intervals() -> None:
+    """The error bars (one collection per panel) run from each cell's CI low to its CI high,
+    one bar and two caps per planner and complexity."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    from experiments.figures import _summary
+
+    df = make_episodes()
+    summary = _summary(df, 0, None)
+    fig = completion_figure(df, summary=summary)
+    ax = fig.axes[0]
+    (bars,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    spans = sorted((round(s[0][1], 9), round(s[1][1], 9)) for s in bars.get_segments())
+    expected = sorted(
+        (round(lo, 9), round(hi, 9))
+        for lo, hi in zip(summary["completion_ci_low"], summary["completion_ci_high"], strict=True)
+    )
+    assert spans == expected
+    (caps,) = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert len(caps.get_offsets()) == 2 * len(expected)
