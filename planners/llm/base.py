@@ -25,7 +25,7 @@ Message = Mapping[str, str]
 _DIGEST_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
-@lru_cache(maxsize=16_384)  # recent messages; bounded
+@lru_cache(maxsize=2048)  # recent messages; bounded
 def _message_json(role: str, content: str) -> str:
     """``[role, content]`` as JSON: one item of :meth:`Request.digest_of`'s material."""
     return _DIGEST_JSON.encode([role, content])

@@ -110,7 +110,7 @@ def _count_piece(piece: str) -> int:
     return len(encoding().encode_ordinary(piece))
 
 
-@lru_cache(maxsize=16_384)  # recent messages: a transcript is recounted every turn; bounded
+@lru_cache(maxsize=2048)  # recent messages: a transcript is recounted every turn; bounded
 def count_text(text: str) -> int:
     """Tokens in ``text`` (special-token strings are counted as ordinary text)."""
     if len(text) < _WHOLE_BELOW:
