@@ -23,6 +23,7 @@ from array import array
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -579,12 +580,16 @@ async def run_jobs(
             from planners.llm.tokens import encoding
 
             encoding()  # loaded once here, not once per worker
-            for done in run_in_workers(jobs, n_workers, produce):
-                try:
-                    guard.check(done)
-                finally:  # an infrastructure stop still records the episode (rerun on resume)
-                    writer.put_lines(done.index, done.line, done.trace_line)
-                bar.update(1)
+            with closing(run_in_workers(jobs, n_workers, produce)) as results:
+                for done in results:
+                    try:
+                        guard.check(done)
+                    finally:  # an infrastructure stop still records it (rerun on resume)
+                        writer.put_lines(done.index, done.line, done.trace_line)
+                    bar.update(1)
+                    # let the event loop run: Ctrl-C cancels this task at an await, and a
+                    # loop with none ran every episode before the interrupt took effect
+                    await asyncio.sleep(0)
         elif ledger is not None and int(cfg.concurrency) <= 1:
             for position, job in enumerate(jobs):
                 await one_capped(position, job)

@@ -442,7 +442,7 @@ def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
         "experiments.runner",
         f"hydra.run.dir={tmp_path}",
         *SMALL,
-        "n_tasks=200",
+        "n_tasks=5000",  # long enough that the interrupt lands mid-run (200 ran out in <1 s)
         "planner=react",
     ]
     proc = subprocess.Popen(
@@ -461,6 +461,7 @@ def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
     line = next(x for x in err.splitlines() if x.startswith("planarena:"))
     saved = len(lines(tmp_path / "episodes.jsonl"))
     assert f"{saved} episode(s) saved" in line and "resume" in line
+    assert saved < 5000  # the interrupt stopped the job (workers: it once ran every episode)
     assert trace_keys(tmp_path) == episode_keys(tmp_path)
 
 
