@@ -446,7 +446,15 @@ def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
         "planner=react",
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a test run started in the background inherits SIGINT ignored, and Python then
+        # never raises KeyboardInterrupt: give the job the default a terminal gives it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
