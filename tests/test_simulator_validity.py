@@ -428,3 +428,62 @@ def test_trials_rerun_the_same_world_unless_asked_to_redraw_it() -> None:
 
     assert run(0, False) == run(1, False)
     assert run(0, True) != run(1, True)
+
+
+def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
+    """The simulator reads a ReAct transcript from where the last request ended when its
+    first messages are the same objects; every answer must equal the one a simulator that
+    reads the whole transcript afresh gives, and an edited earlier message must be re-read."""
+    from envs.tools import ToolError
+    from planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
+    from planners.prompts import react_system
+
+    async def ask(sim: SimLLM, messages: list[dict[str, str]]) -> str:
+        out = await sim.generate(
+            messages,
+            role="executor",
+            model=MODELS["default"],
+            request=Request(Request.digest_of(messages)),
+        )
+        return out.text
+
+    async def run(task: Any) -> int:
+        keys = (0, task.env, task.task_id, 0)
+        tools = ENV.make_tools(task, rules=[], seed_keys=keys).toolbox
+        growing = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=keys)
+        messages = [
+            {"role": "system", "content": react_system(tools.catalogue())},
+            {"role": "user", "content": f"Task: {task.goal}"},
+        ]
+        turns = 0
+        for _ in range(12):
+            text = await ask(growing, messages)
+            fresh = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=keys)
+            copies = [{"role": str(m["role"]), "content": "" + m["content"]} for m in messages]
+            assert text == await ask(fresh, copies)
+            turns += 1
+            messages.append({"role": "assistant", "content": text})
+            try:
+                turn = parse_action_turn(text)
+            except OutputParseError:
+                messages.append({"role": "user", "content": "Observation: ERROR format"})
+                continue
+            if turn.action == FINISH:
+                break
+            try:
+                seen = observation_text(await tools.call(turn.action, turn.action_input))
+            except ToolError as err:
+                seen = err.observation()
+            messages.append({"role": "user", "content": f"Observation: {seen}"})
+        # an earlier observation edited in place of a new object: read again, not reused
+        edited = [dict(m) for m in messages]
+        for m in edited[2:]:
+            if m["content"].startswith("Observation:"):
+                m["content"] = "Observation: ERROR not_found: nothing here"
+                break
+        fresh = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=(0, task.env, task.task_id, 0))
+        assert await ask(growing, edited) == await ask(fresh, edited)
+        return turns
+
+    with clock.use_clock(clock.SimClock()):
+        assert sum(asyncio.run(run(task)) for task in tasks("complex", n=4)) > 8
