@@ -223,8 +223,8 @@ class FaultInjector(ToolboxWrapper):
             elif rule.scope == "window":
                 hit = self._in_outage(index, rule, name, now)
             elif rule.scope == "args":
-                key = self._key(rule, args)
-                hit = self.draws.uniform01("fault", index, rule.kind, key) < rule.rate
+                subset = self._key(rule, args)  # not ``key``: later rules key by the whole call
+                hit = self.draws.uniform01("fault", index, rule.kind, subset) < rule.rate
             else:
                 streak_key = (index, name, key)
                 streak = self._streak.get(streak_key, 0)

@@ -281,3 +281,31 @@ def test_an_episode_only_reads_its_task(name: str) -> None:
             built = instantiate(OmegaConf.load(root / "configs" / "planner" / f"{planner}.yaml"))
             simulate(planner, built, env, task, skill=SKILLS["weak"], rules=rules, seed=1)
             assert task == before, f"{planner} changed {task.task_id}"
+
+
+def test_a_call_scoped_fault_is_keyed_by_the_whole_call_whatever_rules_precede_it() -> None:
+    """An args-scoped rule keys its draw by a subset of the args; a call-scoped rule after it
+    must still key its draw and its burst counter by the whole call (not by that subset)."""
+    task = tasks("simple", n=1)[0]
+    env = ReportEnv()
+    query = f"{ReportWorld(task).branches[0].company} annual report"
+    first, second = {"query": query, "page": 1}, {"query": query, "page": 2}
+    never = FaultRule(  # applies to the call (so its key is computed) but never hits
+        kind="empty_result", tools=["search_web"], rate=1e-300, scope="args", args_key=["query"]
+    )
+    burst = FaultRule(kind="http_503", tools=["search_web"], rate=1.0, max_consecutive=1)
+
+    def kinds(rules: list[FaultRule]) -> list[str]:
+        toolbox = env.make_tools(task, rules=rules, seed_keys=(0, task.task_id)).toolbox
+        out = []
+        for args in (first, second):
+            try:
+                run(toolbox.call("search_web", args))
+                out.append("ok")
+            except ToolError as err:
+                out.append(err.kind)
+        return out
+
+    # two different calls: each meets its own first fault of the burst
+    assert kinds([burst]) == ["http_503", "http_503"]
+    assert kinds([never, burst]) == ["http_503", "http_503"]
