@@ -290,14 +290,21 @@ def _width(n_panels: int, n_planners: int = 1) -> float:
     return DOUBLE_COLUMN_IN if wide else SINGLE_COLUMN_IN
 
 
+def _text_width_in(text: str, size: float) -> float:
+    """Width of ``text`` (its widest line) in the paper font at ``size`` pt, in inches,
+    measured with matplotlib's own text layout (no figure or renderer needed)."""
+    font = FontProperties(family=RC["font.family"], size=size)
+    widths = [
+        TextToPath().get_text_width_height_descent(line, font, ismath=False)[0]
+        for line in text.split("\n")
+    ]
+    return max(widths) / 72.0
+
+
 def _entry_width_in(label: str, handlelength: float = 1.8) -> float:
-    """Width of one legend entry (handle, gaps, label in the legend font) in inches, measured
-    with matplotlib's own text layout."""
+    """Width of one legend entry (handle, gaps, label in the legend font) in inches."""
     size = float(RC["legend.fontsize"])
-    text_pt, _, _ = TextToPath().get_text_width_height_descent(
-        label, FontProperties(family=RC["font.family"], size=size), ismath=False
-    )
-    return (text_pt + size * (handlelength + 0.8 + 1.0)) / 72.0
+    return _text_width_in(label, size) + size * (handlelength + 0.8 + 1.0) / 72.0
 
 
 def _legend_cols(width: float, labels: Sequence[str] = ()) -> int:
@@ -326,9 +333,100 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
-def _panel_title(ax: Any, env: str, n_envs: int) -> None:
+PANEL_LEFT_IN = 0.65
+"""Room constrained layout leaves left of the first panel column (y label, tick labels),
+a little more than any figure here takes (0.56-0.59 in)."""
+PANEL_GAP_IN = 0.2
+"""Room between two panel columns (pads, the inner panels' tick marks; 0.16-0.18 in)."""
+TITLE_MARGIN_IN = 0.05
+"""Slack a title keeps inside its panel, for the renderer's hinting and the estimates."""
+TITLE_SIZES_PT: tuple[float, ...] = (float(RC["axes.titlesize"]), 8.0, 7.0)
+"""Title font sizes tried in turn: the paper's, then a step or two smaller (7 pt floor)."""
+TITLE_BREAKS = ("_", "-", " ")
+"""Where a line still too wide at the smallest size may break (after the character)."""
+
+
+class _Titles:
+    """Panel titles as a figure sets them: every panel with the same font size and line
+    breaks, so panels look alike (chosen by :func:`_fit_titles`)."""
+
+    def __init__(self, text: Mapping[str, str], size: float, extra_lines: int) -> None:
+        self.text = dict(text)
+        self.size = size
+        self.extra_lines = extra_lines
+
+    @property
+    def extra_in(self) -> float:
+        """Height the title's extra lines add to a row of panels (figures grow by it, so a
+        wrapped title does not squash the plots)."""
+        return self.extra_lines * self.size * 1.2 / 72.0  # rc text line spacing 1.2
+
+    def set(self, ax: Any, title: str) -> None:
+        """Give ``ax`` its fitted title (the rc size stays implicit, as before fitting)."""
+        if self.size == TITLE_SIZES_PT[0]:
+            ax.set_title(self.text[title])
+        else:
+            ax.set_title(self.text[title], fontsize=self.size)
+
+
+def _panel_width_in(width: float, ncols: int) -> float:
+    """Estimated width of one panel of a ``ncols``-column grid (all panels of a constrained
+    grid are equally wide), before any layout has run."""
+    return (width - PANEL_LEFT_IN - PANEL_GAP_IN * (ncols - 1)) / max(ncols, 1)
+
+
+def _break_words(line: str, room: float, size: float) -> str:
+    """``line`` broken after :data:`TITLE_BREAKS` characters wherever it exceeds ``room``."""
+    pieces, word = [], ""
+    for char in line:
+        word += char
+        if char in TITLE_BREAKS:
+            pieces.append(word)
+            word = ""
+    pieces.append(word)
+    lines = [""]
+    for piece in filter(None, pieces):
+        if lines[-1] and _text_width_in(lines[-1] + piece, size) > room:
+            lines.append(piece.lstrip())
+        else:
+            lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _fit_titles(titles: Sequence[str], width: float, ncols: int) -> _Titles:
+    """The first way of setting ``titles`` in which every one fits its panel at ``width``.
+
+    Titles too wide for a panel overlap their neighbours' or leave the figure (a long env
+    name at single-column width). In order: as they are at the paper's size (so titles
+    that fit look as always); broken after the ``"env:"`` prefix, at that size; the same a
+    step or two smaller; as a last resort, lines broken again at ``_``, ``-`` or spaces.
+    One choice per figure, so its panels keep one look.
+    """
+    room = _panel_width_in(width, ncols) - TITLE_MARGIN_IN
+    broken = {t: t.replace(": ", ":\n", 1) for t in titles}
+    candidates = [({t: t for t in titles}, TITLE_SIZES_PT[0])]
+    candidates += [(broken, size) for size in TITLE_SIZES_PT]
+    for text, size in candidates:
+        if all(_text_width_in(t, size) <= room for t in text.values()):
+            break
+    else:
+        size = TITLE_SIZES_PT[-1]
+        text = {
+            t: "\n".join(_break_words(line, room, size) for line in b.split("\n"))
+            for t, b in broken.items()
+        }
+    lines = max((t.count("\n") for t in text.values()), default=0)
+    return _Titles(text, size, lines)
+
+
+def _env_titles(envs: Sequence[str], width: float, ncols: int) -> _Titles:
+    """Titles of one-panel-per-env figures (none when there is a single env)."""
+    return _fit_titles([f"env: {env}" for env in envs] if len(envs) > 1 else [], width, ncols)
+
+
+def _panel_title(ax: Any, env: str, titles: _Titles, n_envs: int) -> None:
     if n_envs > 1:
-        ax.set_title(f"env: {env}")
+        titles.set(ax, f"env: {env}")
 
 
 def _spare_work(fig: Figure) -> None:
@@ -494,7 +592,9 @@ def completion_figure(
         # at most 3 panels a row at double width (2 at single), so tick labels never collide
         ncols = min(len(envs), 3 if width > SINGLE_COLUMN_IN else 2)
         nrows = math.ceil(len(envs) / ncols)
-        fig = new_figure(width, 1.9 * nrows + 0.3 + _legend_height(width, planners))
+        titles = _env_titles(envs, width, ncols)
+        height = (1.9 + titles.extra_in) * nrows + 0.3 + _legend_height(width, planners)
+        fig = new_figure(width, height)
         grid = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
         axes = list(grid.ravel())
         for spare in axes[len(envs) :]:
@@ -557,7 +657,7 @@ def completion_figure(
                 ax.set_xticks(range(len(levels)), levels)
             ax.set_xlim(-0.5, len(levels) - 0.5)
             ax.set_ylim(-0.03, 1.03)
-            _panel_title(ax, env, len(envs))
+            _panel_title(ax, env, titles, len(envs))
         for row in grid:
             row[0].set_ylabel("completion rate (95% CI)")
         fig.supxlabel("task complexity", fontsize=RC["axes.labelsize"])
@@ -568,17 +668,21 @@ def completion_figure(
 
 def _grid(
     df: pd.DataFrame, planner_order: Sequence[str] | None, height: float, width: float | None
-) -> tuple[list[str], list[str], list[str], Figure, Any]:
-    """Planners, envs, complexities and a grid of panels: one row per env, one column per
-    complexity (points of different complexities are not comparable)."""
+) -> tuple[list[str], list[str], list[str], Figure, Any, _Titles]:
+    """Planners, envs, complexities, a grid of panels (one row per env, one column per
+    complexity: points of different complexities are not comparable) and their titles
+    (:func:`_grid_title`), fitted to the panels' width."""
     planners = _ordered_planners(df, planner_order)
     envs = _envs(df)
     levels = _ordered_complexities(list(df["complexity"]))
     width = width or _width(len(levels), len(planners))
+    names = [f"{e}: {c}" for e in envs for c in levels] if len(envs) > 1 else levels
+    titles = _fit_titles(names, width, len(levels))
     legend = _legend_height(width, [*planners, "Pareto front", "P99 (rows below)"])
-    fig = new_figure(width, height * len(envs) + 0.25 * (len(envs) - 1) + legend)
+    rows = (height + titles.extra_in) * len(envs) + 0.25 * (len(envs) - 1)
+    fig = new_figure(width, rows + legend)
     axes = fig.subplots(len(envs), len(levels), sharey=True, squeeze=False)
-    return planners, envs, levels, fig, axes
+    return planners, envs, levels, fig, axes, titles
 
 
 def _cell_rows(df: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
@@ -653,8 +757,8 @@ def _thousands(value: float, _pos: object = None) -> str:
     return f"{value:g}"
 
 
-def _grid_title(ax: Any, env: str, complexity: str, n_envs: int) -> None:
-    ax.set_title(f"{env}: {complexity}" if n_envs > 1 else complexity)
+def _grid_title(ax: Any, env: str, complexity: str, titles: _Titles, n_envs: int) -> None:
+    titles.set(ax, f"{env}: {complexity}" if n_envs > 1 else complexity)
 
 
 def pareto_figure(
@@ -673,7 +777,7 @@ def pareto_figure(
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners, envs, levels, fig, axes = _grid(df, planner_order, 1.9, width)
+        planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
         colors, markers, _ = _styles(planners)
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
@@ -714,7 +818,7 @@ def pareto_figure(
                     ax.xaxis.set_major_locator(MaxNLocator(3))
                 ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
                 ax.set_ylim(-0.03, 1.03)
-                _grid_title(ax, env, level, len(envs))
+                _grid_title(ax, env, level, titles, len(envs))
             axes[r][0].set_ylabel("completion rate")
         fig.supxlabel("mean tokens per episode", fontsize=RC["axes.labelsize"])
         handles = _planner_handles(planners, line=False)
@@ -744,7 +848,7 @@ def latency_cdf_figure(
     del seed  # same signature as the other figures; nothing random here
     _check(df)
     with paper_style():
-        planners, envs, levels, fig, axes = _grid(
+        planners, envs, levels, fig, axes, titles = _grid(
             df, planner_order, 1.9 + 0.1 * len(df["planner"].unique()), width
         )
         colors, _, styles = _styles(planners)
@@ -798,7 +902,7 @@ def latency_cdf_figure(
                 ax.axhline(0.0, color="#777777", lw=0.4, zorder=0)
                 ax.set_ylim(-STRIP_STEP * (len(planners) + 0.8), 1.03)
                 ax.set_yticks([0.0, 0.5, 0.99], ["0", "0.5", "0.99"])
-                _grid_title(ax, env, level, len(envs))
+                _grid_title(ax, env, level, titles, len(envs))
             axes[r][0].set_ylabel("share of episodes")
         fig.supxlabel("latency (simulated s)", fontsize=RC["axes.labelsize"])
         handles = _planner_handles(planners, marker=False)
@@ -834,7 +938,7 @@ def time_to_success_figure(
     del seed
     _check(df)
     with paper_style():
-        planners, envs, levels, fig, axes = _grid(df, planner_order, 1.9, width)
+        planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
         colors, markers, styles = _styles(planners)
         cells = _cell_rows(df)
         all_success = df["success"].to_numpy(dtype=bool)
@@ -874,7 +978,7 @@ def time_to_success_figure(
                         zorder=2,
                     )
                 ax.set_ylim(-0.03, 1.03)
-                _grid_title(ax, env, level, len(envs))
+                _grid_title(ax, env, level, titles, len(envs))
             axes[r][0].set_ylabel(
                 "share of episodes succeeded" if estimator == "incidence" else "1 - S(t), KM"
             )
@@ -985,7 +1089,8 @@ def failure_modes_figure(
         panel_rows = math.ceil(len(envs) / panel_cols)
         spacing = width / panel_cols / max(len(planners), 1)  # inches per bar
         vertical = spacing < 0.22  # planner names upright below narrow panels
-        row_height = 2.3 + (0.8 if vertical else 0.0)
+        titles = _env_titles(envs, width, panel_cols)
+        row_height = 2.3 + (0.8 if vertical else 0.0) + titles.extra_in
         fig = new_figure(width, row_height * panel_rows + 0.1 + 0.17 * rows)
         grid = fig.subplots(panel_rows, panel_cols, sharey=True, squeeze=False)
         axes = list(grid.ravel())
@@ -997,7 +1102,7 @@ def failure_modes_figure(
             _failure_bars(
                 ax, part, modes, colors, prefix="n=" if spacing > 0.32 else "", vertical=vertical
             )
-            _panel_title(ax, env, len(envs))
+            _panel_title(ax, env, titles, len(envs))
         if panel_rows > 1:
             fig.supylabel("share of failed episodes", fontsize=RC["axes.labelsize"])
         else:

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from experiments.figures import (
     EXTRA_COLORS,
@@ -327,3 +329,68 @@ def test_completion_error_bars_span_the_summary_intervals() -> None:
     assert spans == expected
     (caps,) = [c for c in ax.collections if isinstance(c, PathCollection)]
     assert len(caps.get_offsets()) == 2 * len(expected)
+
+
+def long_env_episodes() -> pd.DataFrame:
+    """Three envs with long names and all three complexities: the widest panel titles
+    ("research: complex") in the tightest grids (three panels a row at single width)."""
+    base = make_episodes()
+    base = pd.concat(
+        [base, base[base["complexity"] == "simple"].assign(complexity="medium")],
+        ignore_index=True,
+    )
+    envs = ("research", "web_nav", "code_gen")
+    return pd.concat([base.assign(env=env) for env in envs], ignore_index=True)
+
+
+def _title_problems(fig: Figure) -> list[str]:
+    """Panel titles that leave the figure, leave their panel's column, or overlap another
+    title of the same row, measured on the drawn figure."""
+    from itertools import pairwise
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    rows: dict[float, list[Axes]] = {}
+    for ax in fig.axes:  # spare (hidden) panels too: they still take a column
+        rows.setdefault(round(ax.get_window_extent(renderer).y1, 1), []).append(ax)
+    bad = []
+    tol = 0.5
+    for row in rows.values():
+        row.sort(key=lambda ax: ax.get_window_extent(renderer).x0)
+        places = [ax.get_window_extent(renderer) for ax in row]
+        # a column runs from the middle of the gap to the left neighbour to the middle of
+        # the gap to the right one (the figure's edge at either end)
+        edges = [canvas.x0, *((a.x1 + b.x0) / 2 for a, b in pairwise(places)), canvas.x1]
+        titled = []
+        for ax, (left, right) in zip(row, pairwise(edges), strict=True):
+            text = ax.get_title()
+            if not text:
+                continue
+            box = ax.title.get_window_extent(renderer)
+            titled.append((text, box))
+            if box.x0 < canvas.x0 - tol or box.x1 > canvas.x1 + tol or box.y1 > canvas.y1 + tol:
+                bad.append(f"{text!r} leaves the figure: {box} outside {canvas}")
+            if box.x0 < left - tol or box.x1 > right + tol:
+                bad.append(f"{text!r} leaves its column [{left:.1f}, {right:.1f}]: {box}")
+        for (ta, a), (tb, b) in pairwise(titled):
+            if a.x1 > b.x0 - tol:
+                bad.append(f"{ta!r} overlaps {tb!r}: {a} / {b}")
+    return bad
+
+
+@pytest.mark.parametrize("width", [3.4, 7.0])
+def test_panel_titles_fit_their_columns_with_long_env_names(width: float) -> None:
+    """Every figure at single and double width, three long-named envs: no panel title leaves
+    the figure or its column, and no two titles of a row overlap. At double width they fit
+    as they are, and keep their one line at the paper's title size."""
+    from experiments.figures import RC, figure_builders
+
+    df = long_env_episodes()
+    for name, fig in zip(FIGURE_NAMES, figure_builders(df, width=width), strict=True):
+        titles = [ax.title for ax in fig.axes if ax.get_title()]
+        assert titles, name
+        assert _title_problems(fig) == [], name
+        if width == 7.0:
+            assert all("\n" not in t.get_text() for t in titles), name
+            assert {t.get_fontsize() for t in titles} == {RC["axes.titlesize"]}, name
