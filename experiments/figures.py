@@ -35,7 +35,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import matplotlib
 import numpy as np
@@ -1158,14 +1158,15 @@ PNG_COMPRESS_LEVEL = 3
 """zlib level of the saved PNGs (Pillow's default, 6, takes twice as long, for 7% less)."""
 
 
-def _save_png(fig: Figure, path: Path) -> None:
-    """The PNG ``savefig`` would write at :rc:`savefig.dpi`, without the alpha channel.
+def _save_png(fig: Figure, path: Path | IO[bytes], dpi: float | None = None) -> None:
+    """The PNG ``savefig`` would write at ``dpi`` (default :rc:`savefig.dpi`), without the
+    alpha channel.
 
     The figure's background is opaque, so RGB holds the same pixels; encoding three
     channels at :data:`PNG_COMPRESS_LEVEL` takes half the time of matplotlib's RGBA at
     Pillow's default level, for a file about as small. No metadata but the resolution.
     """
-    dpi = float(matplotlib.rcParams["savefig.dpi"])
+    dpi = float(matplotlib.rcParams["savefig.dpi"] if dpi is None else dpi)
     screen_dpi = fig.dpi
     fig.dpi = dpi
     try:
@@ -1183,9 +1184,20 @@ def _layout_solved_once(fig: Figure) -> Iterator[None]:
     Sizes are in inches, so one layout holds for the PDF and the PNG. With any layout engine
     set (even ``"none"``, a placeholder), ``savefig`` first runs a whole draw with rendering
     disabled just to place the axes; without one it draws once. Restores the engine after.
+
+    The solve starts from the panels' grid positions, as in a new figure: it measures tick
+    labels (how many, how wide) at the panels' current size, so solving from an earlier
+    solve's positions moves panels by a fraction of a pixel. So every save and
+    :func:`figure_png` of a figure gives the same bytes, whatever was drawn before.
     """
     engine = fig.get_layout_engine()
     if engine is not None:
+        for ax in fig.axes:
+            spec = ax.get_subplotspec()
+            if spec is not None:
+                in_layout = ax.get_in_layout()
+                ax.set_position(spec.get_position(fig))  # (this takes it out of the layout)
+                ax.set_in_layout(in_layout)
         engine.execute(fig)
     with matplotlib.rc_context(
         {"figure.autolayout": False, "figure.constrained_layout.use": False}
@@ -1197,11 +1209,16 @@ def _layout_solved_once(fig: Figure) -> Iterator[None]:
         fig.set_layout_engine(engine)
 
 
-def figure_png(fig: Figure, dpi: int = 150) -> bytes:
-    """PNG bytes of a figure (for notebooks and HTML pages), metadata-free."""
+def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
+    """PNG bytes of a figure (for notebooks and HTML pages), metadata-free.
+
+    Drawn as :func:`save_figure` draws its PNG (layout solved once, no layout engine while
+    drawing), so a notebook shows what the file holds: at the default ``dpi``
+    (:rc:`savefig.dpi` of :data:`RC`) the very same bytes.
+    """
     buf = io.BytesIO()
-    with paper_style():
-        fig.savefig(buf, format="png", dpi=dpi, metadata=dict(PNG_METADATA))
+    with paper_style(), _layout_solved_once(fig):
+        _save_png(fig, buf, dpi)
     return buf.getvalue()
 
 

@@ -394,3 +394,27 @@ def test_panel_titles_fit_their_columns_with_long_env_names(width: float) -> Non
         if width == 7.0:
             assert all("\n" not in t.get_text() for t in titles), name
             assert {t.get_fontsize() for t in titles} == {RC["axes.titlesize"]}, name
+
+
+def test_figure_png_is_the_png_save_figure_writes(tmp_path: Path) -> None:
+    """A notebook's PNG is drawn as the saved one (layout solved once, then no engine): the
+    same bytes at the default resolution, from a new figure or one drawn before, and no
+    metadata."""
+    import io
+
+    import PIL.Image
+
+    from experiments.figures import figure_png, save_figure
+
+    df = long_env_episodes()
+    fig = pareto_figure(df, width=3.4)
+    saved = save_figure(fig, tmp_path / "pareto")[1].read_bytes()
+    assert figure_png(pareto_figure(df, width=3.4)) == saved
+    # the same figure again: its layout is solved afresh, not from the last solve
+    assert figure_png(fig) == saved
+    assert figure_png(fig) == saved
+    assert fig.get_layout_engine() is not None  # restored for later draws
+    for chunk in (b"tIME", b"tEXt", b"iTXt", b"zTXt"):
+        assert chunk not in saved, chunk
+    small = PIL.Image.open(io.BytesIO(figure_png(fig, dpi=100)))
+    assert small.size == (340, round(fig.get_figheight() * 100))
