@@ -192,3 +192,33 @@ def test_counting_a_text_by_its_lines_equals_encoding_it_whole() -> None:
     enc = encoding()
     for text in texts:
         assert count_text(text) == len(enc.encode_ordinary(text)), repr(text[:120])
+
+
+@pytest.mark.parametrize("err", [0.0, 0.3, 0.9])
+def test_a_belief_is_the_points_own_draws_whatever_was_asked_before(err: float) -> None:
+    """Beliefs reuse a point's draws across prompt lengths; each must still equal a belief
+    drawn from the flat keyed uniforms (a stale or misfiled reuse changes some value)."""
+    from envs.rng import KeyedDraws
+    from planners.llm.sim import LOOK, PREFERRED, SimLLM
+
+    skill = SKILLS["weak"]
+    available = ["right", "trap", "premise", "invented", "early"]
+    mistakes = {"premise": "w_premise", "invented": "w_hallucinate"}
+    warm, _ = _sim(skill)
+    for other in (0.1, 0.6, 0.95):  # the same points asked at other prompt lengths first
+        for point in ("p1", "p2"):
+            _ = warm.belief(skill, point, available, other, mistakes).values
+    task = tasks("complex", n=1)[0]
+    fresh = SimLLM(skill, ReportOracle(task), seed_keys=(0, task.task_id))
+    for point in ("p1", "p2"):
+        u = KeyedDraws(0, task.task_id).under("belief", point).uniform01
+        top = "right"
+        if u("trap") < skill.p_trap:
+            top = "trap"
+        elif u("confused") < err * skill.systematic_share:
+            top = SimLLM._weighted(skill, mistakes, available, u("mistake")) or "right"
+        want = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in available}
+        want[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
+        for sim in (warm, fresh):
+            belief = sim.belief(skill, point, available, err, mistakes)
+            assert (belief.top, belief.values) == (top, want)
