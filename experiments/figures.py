@@ -32,7 +32,7 @@ import logging
 import math
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -703,11 +703,12 @@ def _points(
     size: float,
     linewidth: float,
     zorder: float,
+    clip: bool = True,
 ) -> None:
     """Points with a marker and colours each, drawn as one collection: what a ``scatter`` per
     point draws, without an artist (to create, lay out and draw twice) per point. ``size``
     is scatter's ``s`` (points squared); an unfilled marker is edged in its own colour, as
-    scatter does."""
+    scatter does. ``clip=False`` draws markers on a panel's edge whole."""
     keep = np.isfinite(x) & np.isfinite(y)
     if not keep.any():
         return
@@ -725,6 +726,7 @@ def _points(
         edgecolors=edges,
         linewidths=linewidth,
         zorder=zorder,
+        clip_on=clip,
     )
     points.set_paths([style.get_path().transformed(style.get_transform()) for style in styles])
 
@@ -757,6 +759,26 @@ def _thousands(value: float, _pos: object = None) -> str:
     return f"{value:g}"
 
 
+def _marker_reach_in(markers: Iterable[str], size: float, linewidth: float) -> float:
+    """Inches from a point to the far side of its drawn marker (scatter's ``size`` in
+    points squared, edge ``linewidth``): the widest of ``markers`` (a diamond reaches 0.7)."""
+    reach = 0.0
+    for marker in set(markers):
+        style = MarkerStyle(marker)
+        box = style.get_path().transformed(style.get_transform()).get_extents()
+        reach = max(reach, *np.abs([box.x0, box.x1, box.y0, box.y1]))
+    return (reach * math.sqrt(size) + linewidth / 2) / 72.0
+
+
+def _keep_inside(ax: Any, reach_in: float, length_in: float) -> None:
+    """Widen the x margin so points at the ends of the data keep ``reach_in`` inches from
+    the panel's sides (the rc 5% is less than a marker in a narrow panel, which the spine
+    then cuts in half); panels where the rc margin is enough are left as they are."""
+    need = reach_in / max(length_in - 2.0 * reach_in, 1e-6)
+    if need > float(matplotlib.rcParams["axes.xmargin"]):
+        ax.margins(x=need)
+
+
 def _grid_title(ax: Any, env: str, complexity: str, titles: _Titles, n_envs: int) -> None:
     titles.set(ax, f"{env}: {complexity}" if n_envs > 1 else complexity)
 
@@ -779,6 +801,10 @@ def pareto_figure(
         summary = _summary(df, seed, planner_order) if summary is None else summary
         planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
         colors, markers, _ = _styles(planners)
+        size, edge = 26.0, 0.6
+        # a point-size gap between the widest marker and the panel's sides
+        reach = _marker_reach_in(markers.values(), size, edge) + 1.0 / 72.0
+        panel = _panel_width_in(fig.get_figwidth(), len(levels))
         for r, env in enumerate(envs):
             for c, level in enumerate(levels):
                 ax = axes[r][c]
@@ -805,10 +831,12 @@ def pareto_figure(
                     [markers[p] for p in names],
                     [colors[p] for p in names],
                     ["black" if i in front else "none" for i in range(len(names))],
-                    size=26,
-                    linewidth=0.6,
+                    size=size,
+                    linewidth=edge,
                     zorder=3,
+                    clip=False,  # completion 0 or 1 sits on the y limits: draw it whole
                 )
+                _keep_inside(ax, reach, panel)
                 positive = xs[xs > 0]
                 if positive.size and positive.max() / positive.min() > 20:
                     ax.set_xscale("log")
@@ -852,6 +880,8 @@ def latency_cdf_figure(
             df, planner_order, 1.9 + 0.1 * len(df["planner"].unique()), width
         )
         colors, _, styles = _styles(planners)
+        reach = _marker_reach_in(["o", "^"], 3.5**2, 0.4) + 1.0 / 72.0
+        panel = _panel_width_in(fig.get_figwidth(), len(levels))
         cells = _cell_rows(df)
         latency = df["latency_s"].to_numpy(dtype=np.float64)
         for r, env in enumerate(envs):
@@ -902,6 +932,7 @@ def latency_cdf_figure(
                 ax.axhline(0.0, color="#777777", lw=0.4, zorder=0)
                 ax.set_ylim(-STRIP_STEP * (len(planners) + 0.8), 1.03)
                 ax.set_yticks([0.0, 0.5, 0.99], ["0", "0.5", "0.99"])
+                _keep_inside(ax, reach, panel)  # P99 markers at a panel's right side
                 _grid_title(ax, env, level, titles, len(envs))
             axes[r][0].set_ylabel("share of episodes")
         fig.supxlabel("latency (simulated s)", fontsize=RC["axes.labelsize"])
@@ -940,6 +971,9 @@ def time_to_success_figure(
     with paper_style():
         planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
         colors, markers, styles = _styles(planners)
+        edge = float(matplotlib.rcParams["lines.markeredgewidth"])
+        reach = _marker_reach_in(markers.values(), 3.5**2, edge) + 1.0 / 72.0
+        panel = _panel_width_in(fig.get_figwidth(), len(levels))
         cells = _cell_rows(df)
         all_success = df["success"].to_numpy(dtype=bool)
         all_latency = df["latency_s"].to_numpy(dtype=np.float64)
@@ -974,10 +1008,11 @@ def time_to_success_figure(
                         [colors[p] for p in drawn],
                         [colors[p] for p in drawn],
                         size=3.5**2,
-                        linewidth=float(matplotlib.rcParams["lines.markeredgewidth"]),
+                        linewidth=edge,
                         zorder=2,
                     )
                 ax.set_ylim(-0.03, 1.03)
+                _keep_inside(ax, reach, panel)  # the markers that end the curves
                 _grid_title(ax, env, level, titles, len(envs))
             axes[r][0].set_ylabel(
                 "share of episodes succeeded" if estimator == "incidence" else "1 - S(t), KM"
