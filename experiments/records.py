@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -267,14 +267,15 @@ class _Column:
 
 def write_parquet(
     path: str | Path,
-    dest: str | Path,
+    dest: str | Path | None,
     *,
     columns: Iterable[str] | None = None,
     categories: Iterable[str] = (),
 ) -> pd.DataFrame:
     """``load_records(path).to_parquet(dest, index=False)`` without holding every record, and
     the records' ``columns`` (all if None) as a frame, ``categories`` as categoricals
-    (:func:`as_categories`).
+    (:func:`as_categories`). With ``dest`` None nothing is written: the frame alone, for a
+    reader that needs a few columns of many records.
 
     The records are parsed :data:`CHUNK_ROWS` at a time and written a row group at a time;
     the kept columns are filled into arrays sized for every record. The file reads back
@@ -288,12 +289,15 @@ def write_parquet(
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from pandas.api.types import is_object_dtype
 
-    path, dest = Path(path), Path(dest)
+    path = Path(path)
+    dest = None if dest is None else Path(dest)
     wanted = None if columns is None else set(columns)
     categorize = set(categories) if _categoricals() else set()
-    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp = None if dest is None else dest.with_name(f".{dest.name}.tmp")
     writer: pq.ParquetWriter | None = None
+    schema: pa.Schema | None = None
     dtypes: list[tuple[str, Any]] = []
     kept: dict[str, _Column] = {}
     pending: list[pa.Table] = []
@@ -303,10 +307,8 @@ def write_parquet(
         for rows in _chunks(iter_jsonl(path, RECORD_KEYS), CHUNK_ROWS):
             frame = pd.DataFrame(rows)
             del rows
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if writer is None:
+            if schema is None:
                 dtypes = list(frame.dtypes.items())
-                writer = pq.ParquetWriter(tmp, table.schema, compression="snappy")
                 size = _count_lines(path)
                 everything = wanted is None or "overrides" in frame.columns
                 kept = {
@@ -314,9 +316,21 @@ def write_parquet(
                     for c, d in dtypes
                     if everything or c in (wanted or ())
                 }
-            elif list(frame.dtypes.items()) != dtypes or not table.schema.equals(
-                writer.schema, check_metadata=True
-            ):
+            elif list(frame.dtypes.items()) != dtypes:
+                uniform = False
+                break
+            # the Arrow types tell apart object columns the dtypes do not (strings, nulls);
+            # without a file to write, only the kept object columns' need to agree
+            if tmp is not None:
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+            else:
+                objects = [c for c, d in dtypes if c in kept and is_object_dtype(d)]
+                table = pa.Table.from_pandas(frame[objects], preserve_index=False)
+            if schema is None:
+                schema = table.schema
+                if tmp is not None:
+                    writer = pq.ParquetWriter(tmp, schema, compression="snappy")
+            elif not table.schema.equals(schema, check_metadata=True):
                 uniform = False
                 break
             if n + len(frame) > size:  # appended to since it was counted
@@ -326,33 +340,39 @@ def write_parquet(
                 column.fill(n, frame[c])
             n += len(frame)
             del frame
+            if writer is None:
+                continue
             pending.append(table)
             if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
                 writer.write_table(pa.concat_tables(pending))
                 pending = []
-        if writer is not None and uniform:
-            if pending:
-                writer.write_table(pa.concat_tables(pending))
-                pending = []
-            writer.close()
-            writer = None
-            os.replace(tmp, dest)
+        if schema is not None and uniform:
+            if writer is not None and dest is not None and tmp is not None:
+                if pending:
+                    writer.write_table(pa.concat_tables(pending))
+                    pending = []
+                writer.close()
+                writer = None
+                os.replace(tmp, dest)
             out = {c: kept.pop(c).finish(n) for c in list(kept)}
             return pd.DataFrame(out, index=pd.RangeIndex(n), copy=False)
     finally:
         if writer is not None:
             writer.close()
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     # no records, or chunks that differ: the whole frame, as load_records infers it
     df = load_records(path)
-    df.to_parquet(dest, index=False)
+    if dest is not None:
+        df.to_parquet(dest, index=False)
     if wanted is not None and "overrides" not in df.columns:
         df = df[[c for c in df.columns if c in wanted]]
     return as_categories(df, categories)
 
 
-def load(path_or_glob: str | Path) -> pd.DataFrame:
-    """All episodes under a run dir, a sweep dir, a file, or a glob of any of these."""
+def record_files(path_or_glob: str | Path) -> list[Path]:
+    """The ``episodes.jsonl`` files under a run dir, a sweep dir, a file, or a glob of any of
+    these, in the order :func:`load` reads them."""
     matches = sorted(glob.glob(str(path_or_glob), recursive=True)) or [str(path_or_glob)]
     files: list[Path] = []
     for m in matches:
@@ -363,19 +383,138 @@ def load(path_or_glob: str | Path) -> pd.DataFrame:
             files.append(p)
     if not files:
         raise FileNotFoundError(f"no {EPISODES} under {path_or_glob}")
+    return files
+
+
+def run_overrides(run_dir: Path) -> str | None:
+    """The command-line overrides that made a run (``.hydra/overrides.yaml``) joined by
+    spaces, as :func:`load`'s ``overrides`` column holds them; None without the file."""
+    overrides = run_dir / ".hydra" / "overrides.yaml"
+    if not overrides.exists():
+        return None
+    import yaml
+
+    return " ".join(map(str, yaml.safe_load(overrides.read_text()) or []))
+
+
+def read_run(
+    path: Path,
+    *,
+    columns: Iterable[str] | None = None,
+    categories: Iterable[str] = (),
+    copy: Path | None = None,
+) -> pd.DataFrame:
+    """One records file as :func:`load` reads it: its records with a ``run_dir`` column and,
+    when the run has them, its ``overrides``. With ``columns`` only those records' columns
+    are kept (read a chunk at a time, :func:`write_parquet`), ``categories`` as categoricals:
+    a report over many episodes holds a few columns of each, not every record. With ``copy``
+    every column is also written there as Parquet in the same pass (for
+    :func:`merge_parquet`)."""
+    categories = tuple(categories)
+    if columns is None and not categories and copy is None:
+        frame = load_records(path)
+    else:
+        frame = write_parquet(path, copy, columns=columns, categories=categories)
+    frame["run_dir"] = str(path.parent)
+    overrides = run_overrides(path.parent)
+    if overrides is not None:
+        frame["overrides"] = overrides
+    return frame
+
+
+def concat_records(frames: Sequence[pd.DataFrame], categories: Iterable[str] = ()) -> pd.DataFrame:
+    """``pd.concat(frames, ignore_index=True)`` with ``categories`` kept categorical: a column
+    categorical in every frame gets their categories' sorted union first (concatenated as
+    they are, different categories would become strings, each row an object again)."""
     import pandas as pd
 
-    frames = []
-    for f in files:
-        frame = load_records(f)
-        frame["run_dir"] = str(f.parent)
-        overrides = f.parent / ".hydra" / "overrides.yaml"
-        if overrides.exists():  # the command-line overrides that made this run, as a column
-            import yaml
+    frames = list(frames)
+    categories = tuple(categories)
+    for c in categories:
+        dtypes = [f[c].dtype for f in frames if c in f.columns]
+        if len(dtypes) < len(frames) or not all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            continue
+        if all(d == dtypes[0] for d in dtypes):
+            continue
+        union = dtypes[0].categories
+        for d in dtypes[1:]:
+            union = union.union(d.categories)
+        common = pd.CategoricalDtype(union.sort_values())
+        frames = [f.assign(**{c: f[c].astype(common)}) for f in frames]
+    return as_categories(pd.concat(frames, ignore_index=True), categories)
 
-            frame["overrides"] = " ".join(map(str, yaml.safe_load(overrides.read_text()) or []))
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+
+def load(
+    path_or_glob: str | Path,
+    *,
+    columns: Iterable[str] | None = None,
+    categories: Iterable[str] = (),
+) -> pd.DataFrame:
+    """All episodes under a run dir, a sweep dir, a file, or a glob of any of these; with
+    ``columns``, only those of each record (:func:`read_run`)."""
+    columns = None if columns is None else tuple(columns)
+    categories = tuple(categories)
+    frames = [
+        read_run(f, columns=columns, categories=categories) for f in record_files(path_or_glob)
+    ]
+    return concat_records(frames, categories)
+
+
+def merge_parquet(parts: Sequence[tuple[Path, Mapping[str, Any]]], dest: Path) -> bool:
+    """Write into ``dest`` the Parquet copies of several records files (:func:`write_parquet`)
+    one after the other, each part's rows with the columns of its mapping set (name -> the
+    part's values, a numpy or pandas array: added at the end in the mapping's order, or
+    replaced in place), a row group at a time: what ``to_parquet`` of ``pd.concat`` of the
+    parts' whole frames with those columns set writes, read back equal, without holding every
+    record. Returns False, writing nothing, when parts differ in columns or types, or one has
+    no rows (the whole frames' concat would unify their types)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    writer: pq.ParquetWriter | None = None
+    dtypes: list[tuple[str, Any]] = []
+    pending: list[pa.Table] = []
+    try:
+        for source, extra in parts:
+            copy = pq.ParquetFile(source)
+            rows = copy.metadata.num_rows
+            if rows == 0 or any(len(values) != rows for values in extra.values()):
+                return False
+            at = 0
+            # read a chunk at a time: whole row groups leave tens of MB in Arrow's allocator
+            for batch in copy.iter_batches(batch_size=CHUNK_ROWS):
+                frame = batch.to_pandas()
+                del batch
+                for c, values in extra.items():
+                    frame[c] = values[at : at + len(frame)]
+                at += len(frame)
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    dtypes = list(frame.dtypes.items())
+                    writer = pq.ParquetWriter(tmp, table.schema, compression="snappy")
+                elif list(frame.dtypes.items()) != dtypes or not table.schema.equals(
+                    writer.schema, check_metadata=True
+                ):
+                    return False
+                del frame
+                pending.append(table)
+                if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.concat_tables(pending))
+                    pending = []
+        if writer is None:
+            return False
+        if pending:
+            writer.write_table(pa.concat_tables(pending))
+        writer.close()
+        writer = None
+        os.replace(tmp, dest)
+        return True
+    finally:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+        pa.default_memory_pool().release_unused()  # the chunks' memory, back to the system
 
 
 # --------------------------------------------------------------------------- run identity

@@ -138,6 +138,69 @@ def test_records_parquet_of_one_chunk_no_records_and_a_torn_line(
     pd.testing.assert_frame_equal(frame, load_records(path))  # columns=None: all of them
 
 
+def test_the_frame_alone_is_the_written_ones_and_nothing_is_written(
+    tmp_path: Path, small_chunks: None
+) -> None:
+    """``write_parquet(path, None, ...)``, what planarena-report reads with: the same frame as
+    with a file, no file; a large unused column is not in it."""
+    rows = [record(i, blob="x" * 5000, nested={"a": [i, None]}) for i in range(23)]
+    path = write_jsonl(tmp_path / "episodes.jsonl", rows)
+    alone = write_parquet(path, None, columns=KEEP, categories=CATEGORIES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.jsonl"]
+    written = write_parquet(path, tmp_path / "a.parquet", columns=KEEP, categories=CATEGORIES)
+    pd.testing.assert_frame_equal(alone, written)
+    assert "blob" not in alone.columns and "nested" not in alone.columns
+    rows[13]["cost_usd"] = 0.5  # a kept column no longer null in one chunk: read whole
+    path = write_jsonl(tmp_path / "episodes.jsonl", rows)
+    full = load_records(path)
+    pd.testing.assert_frame_equal(
+        write_parquet(path, None, columns=KEEP, categories=CATEGORIES),
+        as_categories(full[[c for c in full.columns if c in KEEP]], CATEGORIES),
+    )
+
+
+def _merge_parts(
+    tmp_path: Path, jobs: list[list[dict[str, Any]]]
+) -> tuple[list[tuple[Path, dict[str, Any]]], pd.DataFrame]:
+    """Parquet copies of each job's records with ``run_dir`` and a swept column to set, and
+    what the whole frames concatenated with them set write (read back)."""
+    parts: list[tuple[Path, dict[str, Any]]] = []
+    wholes = []
+    for j, rows in enumerate(jobs):
+        path = write_jsonl(tmp_path / f"job{j}.jsonl", rows)
+        write_parquet(path, tmp_path / f"job{j}.parquet", columns=KEEP)
+        extra = {
+            "run_dir": pd.Series([f"job{j}"] * len(rows)).array,
+            "llm.skill": pd.Series(["weak", "strong"][j % 2] for _ in rows).array,
+        }
+        parts.append((tmp_path / f"job{j}.parquet", extra))
+        wholes.append(load_records(path).assign(**{k: list(v) for k, v in extra.items()}))
+    pd.concat(wholes, ignore_index=True).to_parquet(tmp_path / "whole.parquet", index=False)
+    return parts, pd.read_parquet(tmp_path / "whole.parquet")
+
+
+def test_merged_parquet_is_the_whole_frames_concat(tmp_path: Path, small_chunks: None) -> None:
+    jobs = [[record(i + 100 * j, run_dir="absolute") for i in range(11 + j)] for j in range(3)]
+    parts, expected = _merge_parts(tmp_path, jobs)
+    assert records.merge_parquet(parts, tmp_path / "merged.parquet")
+    merged = pd.read_parquet(tmp_path / "merged.parquet")
+    pd.testing.assert_frame_equal(merged, expected)  # run_dir replaced in place, skill added
+    assert list(merged.columns)[-1] == "llm.skill"
+    assert set(merged["run_dir"]) == {"job0", "job1", "job2"}
+    assert pq.ParquetFile(tmp_path / "merged.parquet").num_row_groups == 5  # 36 rows, 8 a group
+
+
+def test_merged_parquet_of_parts_that_differ_is_refused(tmp_path: Path, small_chunks: None) -> None:
+    """Types the whole frames' concat would unify: nothing written, the caller reads whole."""
+    jobs = [[record(i) for i in range(9)], [record(i, note="only here") for i in range(9)]]
+    parts, _ = _merge_parts(tmp_path, jobs)
+    assert not records.merge_parquet(parts, tmp_path / "merged.parquet")
+    jobs[1] = [{**record(i), "tokens_total": None} for i in range(9)]  # ints become floats
+    parts, _ = _merge_parts(tmp_path, jobs)
+    assert not records.merge_parquet(parts, tmp_path / "merged.parquet")
+    assert not any(p.name.startswith((".merged", "merged")) for p in tmp_path.iterdir())
+
+
 def sweep_records() -> list[dict[str, Any]]:
     """Records as a sweep's aggregate reads them: swept faults (with the faults=none
     baseline on the same tasks), a swept override (``llm.skill``, given a column of its own),
