@@ -63,14 +63,7 @@ class AggregateSweep(Callback):
         for d, why in failed.items():
             print(f"WARNING: job {d.name} left out of the aggregate: {why}", file=sys.stderr)
         if finished:
-            from experiments.report import load_runs, render, resolve_seed, warn_duplicates
-
-            df = load_runs(finished)
-            warn_duplicates(df)
-            if config.get("figures") is False:  # tables only, as the jobs did
-                table = _tables_only(df, sweep_dir, resolve_seed(df, None))
-            else:
-                table = render(df, sweep_dir, seed=resolve_seed(df, None), parquet=True)
+            table = aggregate(finished, sweep_dir, figures=config.get("figures") is not False)
             print(f"\nSweep completion rate (95% Wilson interval) — {sweep_dir}\n{table}")
         else:
             print(
@@ -90,15 +83,28 @@ def _status(job_dir: Path) -> str:
     return str(json.loads((job_dir / STATUS_FILE).read_text()).get("status"))
 
 
-def _tables_only(df: Any, out_dir: Path, seed: int) -> str:
-    import os
+def aggregate(jobs: list[Path], sweep_dir: Path, *, figures: bool = True) -> str:
+    """The sweep's ``episodes.parquet``, ``summary.*`` and (with ``figures``) ``figures/`` from
+    the records of ``jobs``; returns the completion table. Reads them as ``planarena-report
+    SWEEP_DIR --parquet`` does: the tables from the columns they read, the merged Parquet
+    copied a row group at a time (not every column of every episode held at once)."""
+    from experiments.report import (
+        read_runs,
+        render,
+        resolve_seed,
+        scratch_dir,
+        warn_duplicates,
+        write_episodes_parquet,
+    )
 
-    from experiments.tables import format_completion_table, write_summaries
+    with scratch_dir(sweep_dir) as scratch:
+        runs = read_runs(jobs, copies=Path(scratch))
+        df = runs.frame
+        warn_duplicates(df)
+        write_episodes_parquet(runs, sweep_dir)
+    seed = resolve_seed(df, None)
+    if not figures:  # tables only, as the jobs did
+        from experiments.tables import format_completion_table, write_summaries
 
-    merged = df.copy()
-    merged["run_dir"] = [
-        Path(os.path.relpath(Path(r).resolve(), out_dir.resolve())).as_posix()
-        for r in merged["run_dir"]
-    ]
-    merged.to_parquet(out_dir / "episodes.parquet", index=False)
-    return format_completion_table(write_summaries(df, out_dir, seed=seed))
+        return format_completion_table(write_summaries(df, sweep_dir, seed=seed))
+    return render(df, sweep_dir, seed=seed)

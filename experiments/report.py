@@ -1,9 +1,12 @@
 """``planarena-report``: re-render tables and figures from existing episode records.
 
 Nothing is rerun: the records (``episodes.jsonl``) of one run dir, of a sweep dir holding job
-subdirs, or of several dirs merged, are read with :func:`experiments.records.load` and
-written out as ``summary.md/.csv/.tex`` and ``figures/`` exactly as the runner writes them,
-so a report on a run dir reproduces the runner's files byte for byte.
+subdirs, or of several dirs merged, are read as :func:`experiments.records.load` reads them
+and written out as ``summary.md/.csv/.tex`` and ``figures/`` exactly as the runner writes
+them, so a report on a run dir reproduces the runner's files byte for byte. Like the runner,
+it holds only the records' columns the tables and figures read (a chunk of records is parsed
+at a time); the merged ``episodes.parquet`` (``--parquet``, and a sweep's aggregate) is
+copied from the records a row group at a time.
 
 The bootstrap seed defaults to the records' own ``seed`` (the smallest one if several runs
 with different seeds are merged), which is what the runner used; ``--seed`` overrides it.
@@ -15,14 +18,33 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from experiments.figures import write_figures
-from experiments.metrics import swept_keys, with_swept_columns
-from experiments.records import RecordsError, load, measured
+from experiments.metrics import (
+    CATEGORY_COLUMNS,
+    EPISODE_COLUMNS,
+    override_column,
+    parse_overrides,
+    swept_keys,
+    with_swept_columns,
+)
+from experiments.records import (
+    RecordsError,
+    concat_records,
+    measured,
+    merge_parquet,
+    read_run,
+    record_files,
+    run_overrides,
+)
 from experiments.tables import completion_heading, format_completion_table, write_summaries
 
 EPISODE_KEYS: tuple[str, ...] = ("planner", "env", "complexity", "task_id", "seed", "trial")
@@ -49,32 +71,126 @@ def _job_number(run_dir: Path) -> float:
     return float(num) if isinstance(num, int) else float("inf")
 
 
-def load_runs(dirs: Sequence[str | Path]) -> pd.DataFrame:
+def report_columns(overrides: Iterable[str | None]) -> list[str]:
+    """The record columns a report reads: those the tables and figures read
+    (:data:`~experiments.metrics.EPISODE_COLUMNS`) and those the runs' ``overrides`` name
+    (:func:`~experiments.metrics.table_columns` keeps them, :func:`with_swept_columns` and
+    :func:`duplicate_episodes` look at them). Every other column is left unparsed."""
+    wanted = list(EPISODE_COLUMNS)
+    for text in overrides:
+        for key in parse_overrides(text):
+            wanted += [key, override_column(key)]
+    return list(dict.fromkeys(wanted))
+
+
+@dataclass
+class Runs:
+    """The episodes of a report's dirs as it reads them, and how to copy them whole.
+
+    ``frame`` holds the columns the report reads; ``added`` names its columns that are not
+    records' (``run_dir``, ``overrides``, the swept ones); ``copies`` are the Parquet copies of
+    the records files with their row counts, in ``frame``'s row order (empty unless asked)."""
+
+    dirs: list[Path]
+    frame: pd.DataFrame
+    added: list[str] = field(default_factory=list)
+    copies: list[tuple[Path, int]] = field(default_factory=list)
+
+
+def read_runs(
+    dirs: Sequence[str | Path], *, every_column: bool = False, copies: Path | None = None
+) -> Runs:
     """Episodes of every dir, in argument order, then jobs in launch order.
 
-    :func:`experiments.records.load` lists a sweep's job dirs lexicographically ("10" before
-    "2"); rows are stably re-sorted by job number (``.hydra/hydra.yaml``), then job dir in
-    natural order, so planners appear in the order the jobs ran, which fixes the row order of
-    every table and figure.
+    :func:`experiments.records.record_files` lists a sweep's job dirs lexicographically ("10"
+    before "2"); rows are stably re-sorted by job number (``.hydra/hydra.yaml``), then job dir
+    in natural order, so planners appear in the order the jobs ran, which fixes the row order
+    of every table and figure. Only :func:`report_columns` are kept (repeated strings as
+    categoricals) unless ``every_column``; with ``copies`` (a dir) each records file is also
+    copied whole to Parquet there in the same pass, for :func:`write_episodes_parquet`.
     """
     if not dirs:
         raise ValueError("give at least one run or sweep dir")
+    listed = [(Path(d), record_files(d)) for d in dirs]
+    columns = None
+    categories: tuple[str, ...] = ()
+    if not every_column:
+        columns = report_columns(run_overrides(f.parent) for _, files in listed for f in files)
+        categories = CATEGORY_COLUMNS
     frames = []
     groups: dict[str, int] = {}
-    for d in dirs:
-        frame = load(d)
+    paths: list[Path] = []
+    for path, files in listed:
+        parts = []
+        for f in files:
+            copy = None if copies is None else copies / f"{len(paths)}.parquet"
+            part = read_run(f, columns=columns, categories=categories, copy=copy)
+            part["_part"] = len(paths)
+            paths.append(copy or f)
+            parts.append(part)
+        frame = concat_records(parts, categories)
         # job dirs of one sweep given one by one (as the aggregation callback does) rank as
         # that sweep, so they come out in the same order as when the sweep dir is given
-        path = Path(d)
         in_sweep = (path.parent / "multirun.yaml").is_file() and _job_number(path) < float("inf")
         frame["_arg"] = groups.setdefault(str(path.parent if in_sweep else path), len(groups))
         frames.append(frame)
-    df = pd.concat(frames, ignore_index=True)
+    df = concat_records(frames, categories)
     keys = {r: (_job_number(Path(r)), _natural_key(r)) for r in df["run_dir"].unique()}
     ranks = {r: i for i, r in enumerate(sorted(keys, key=lambda r: keys[r]))}
     df["_rank"] = df["run_dir"].map(ranks)
-    df = df.sort_values(["_arg", "_rank"], kind="stable").drop(columns=["_arg", "_rank"])
-    return with_swept_columns(df.reset_index(drop=True))
+    df = df.sort_values(["_arg", "_rank"], kind="stable")
+    part = df["_part"].to_numpy()
+    counts = pd.Series(part).value_counts(sort=False)
+    # a file's rows stay together (the sort keys are its dir's): the copies in the rows'
+    # order; a file without records goes last (its empty copy makes the merge read whole)
+    order = [int(i) for i in pd.unique(part)]
+    order += [i for i in range(len(paths)) if i not in set(order)]
+    df = df.drop(columns=["_arg", "_rank", "_part"]).reset_index(drop=True)
+    before = set(df.columns)
+    df = with_swept_columns(df)
+    added = ["run_dir", *(["overrides"] if "overrides" in before else [])]
+    added += [c for c in df.columns if c not in before]
+    kept = [(paths[i], int(counts.get(i, 0))) for i in order] if copies is not None else []
+    return Runs([Path(d) for d in dirs], df, added, kept)
+
+
+def load_runs(dirs: Sequence[str | Path], *, every_column: bool = False) -> pd.DataFrame:
+    """The episodes a report reads (:func:`read_runs`), in its row order."""
+    return read_runs(dirs, every_column=every_column).frame
+
+
+def _relative_run_dir(run_dir: str, out_dir: Path) -> str:
+    """``run_dir`` relative to ``out_dir`` (the absolute one is machine-specific)."""
+    return Path(os.path.relpath(Path(run_dir).resolve(), out_dir.resolve())).as_posix()
+
+
+def write_episodes_parquet(runs: Runs, out_dir: Path) -> None:
+    """The merged ``episodes.parquet``: every record column of every episode, ``run_dir``
+    relative to ``out_dir``, the overrides and swept columns, rows in the report's order.
+
+    Copied from the records files' Parquet copies (:func:`read_runs` with ``copies``) a chunk
+    at a time, the added columns taken from the report's frame (one file's ``run_dir`` is one
+    value); runs whose columns or types differ are read whole instead (their concat unifies
+    the types), as every run was before."""
+    out_dir = Path(out_dir)
+    dest = out_dir / "episodes.parquet"
+    if runs.copies:
+        frame = runs.frame
+        parts: list[tuple[Path, dict[str, Any]]] = []
+        at = 0
+        for copy, n in runs.copies:
+            rows = frame.iloc[at : at + n]
+            run_dir = _relative_run_dir(rows["run_dir"].iloc[0], out_dir) if n else ""
+            extra = {"run_dir": pd.Series([run_dir] * n).array}  # the dtype a list got before
+            extra |= {c: rows[c].array for c in runs.added if c != "run_dir"}
+            parts.append((copy, extra))
+            at += n
+        if merge_parquet(parts, dest):
+            return
+    merged = read_runs(runs.dirs, every_column=True).frame
+    relative = {r: _relative_run_dir(r, out_dir) for r in pd.unique(merged["run_dir"])}
+    merged["run_dir"] = [relative[r] for r in merged["run_dir"]]
+    merged.to_parquet(dest, index=False)
 
 
 def resolve_seed(df: pd.DataFrame, seed: int | None) -> int:
@@ -101,29 +217,26 @@ def render(
     *,
     seed: int,
     planner_order: Sequence[str] | None = None,
-    parquet: bool = False,
 ) -> str:
-    """Write summaries and figures (and optionally the merged Parquet) into ``out_dir``.
+    """Write summaries and figures into ``out_dir``; returns the completion table as text.
 
-    Returns the completion table as text. With ``parquet`` the merged episodes (minus the
-    machine-specific absolute ``run_dir``, which becomes relative to ``out_dir``) go to
-    ``episodes.parquet``; ``episodes.jsonl`` is never written here, so re-aggregating a
-    sweep dir cannot count its episodes twice.
+    ``episodes.jsonl`` is never written here, so re-aggregating a sweep dir cannot count its
+    episodes twice (the merged records go to ``episodes.parquet``:
+    :func:`write_episodes_parquet`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     order = list(planner_order) if planner_order else None
-    if parquet:
-        merged = df.copy()
-        if "run_dir" in merged.columns:
-            merged["run_dir"] = [
-                Path(os.path.relpath(Path(r).resolve(), out_dir.resolve())).as_posix()
-                for r in merged["run_dir"]
-            ]
-        merged.to_parquet(out_dir / "episodes.parquet", index=False)
     summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
     write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
     return format_completion_table(summary)
+
+
+def scratch_dir(out_dir: Path) -> tempfile.TemporaryDirectory[str]:
+    """A dir in ``out_dir`` for the records' Parquet copies, removed on exit: beside the merged
+    file they become, not in a /tmp that may be held in memory."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(prefix=".planarena-copies-", dir=out_dir)
 
 
 def warn_duplicates(df: pd.DataFrame) -> None:
@@ -179,15 +292,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(args.dirs) > 1:
             parser.error("--out is required when several DIRs are given")
         args.out = args.dirs[0]
-    try:
-        df = load_runs(args.dirs)
-    except (FileNotFoundError, RecordsError) as exc:  # a missing or damaged file: one line
-        parser.exit(2, f"planarena-report: {exc}\n")
-    warn_duplicates(df)
     order = [p.strip() for p in args.planner_order.split(",")] if args.planner_order else None
-    table = render(
-        df, args.out, seed=resolve_seed(df, args.seed), planner_order=order, parquet=args.parquet
-    )
+    with scratch_dir(args.out) if args.parquet else nullcontext() as scratch:
+        try:
+            runs = read_runs(args.dirs, copies=Path(scratch) if scratch else None)
+        except (FileNotFoundError, RecordsError) as exc:  # a missing or damaged file: one line
+            parser.exit(2, f"planarena-report: {exc}\n")
+        df = runs.frame
+        warn_duplicates(df)
+        if args.parquet:
+            write_episodes_parquet(runs, args.out)
+    table = render(df, args.out, seed=resolve_seed(df, args.seed), planner_order=order)
     print(f"{completion_heading(df)} — {args.out}\n{table}")
     return 0
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
+
+from experiments import records, tables
+from experiments.metrics import EPISODE_COLUMNS
+from experiments.report import load_runs
 
 BIN = Path(sys.executable).parent
 SMALL = ["env=report", "n_tasks=2", "complexity=simple", "progress=false"]
@@ -74,6 +81,78 @@ def test_extending_a_sweep_keeps_job_dirs_and_a_failed_job_is_named(tmp_path: Pa
     merged = pd.read_parquet(out / "episodes.parquet")
     assert len(merged) == 10  # seed 0, 1 (earlier sweeps) and 0, 1, -1 with trials=1
     assert (out / "summary.csv").exists()
+
+
+def fake_sweep(run_dir: Path, sweep_dir: Path, *, note_in: str | None = None) -> list[Path]:
+    """A finished sweep over ``llm.skill`` made of a real run's records, each with a large
+    column no table reads (and, in job ``note_in``, a column the other job lacks). The jobs
+    ran in the reverse of their dirs' order, which fixes the rows' order."""
+    sweep_dir.mkdir()
+    (sweep_dir / "multirun.yaml").write_text("hydra: {}\n")
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    jobs = []
+    for num, skill in ((1, "strong"), (0, "weak")):
+        job_dir = sweep_dir / f"llm.skill={skill}"
+        (job_dir / ".hydra").mkdir(parents=True)
+        (job_dir / ".hydra" / "overrides.yaml").write_text(f"- llm.skill={skill}\n")
+        (job_dir / ".hydra" / "hydra.yaml").write_text(f"hydra:\n  job:\n    num: {num}\n")
+        (job_dir / "status.json").write_text('{"status": "ok"}')
+        shutil.copy(run_dir / "traces.jsonl", job_dir / "traces.jsonl")
+        extra: dict[str, Any] = {"blob": skill * 5_000}
+        if job_dir.name == note_in:
+            extra["note"] = "only in this job"
+        rows = [{**json.loads(line), **extra} for line in lines]
+        (job_dir / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        jobs.append(job_dir)
+    return jobs
+
+
+@pytest.mark.parametrize("note_in", [None, "llm.skill=weak"], ids=["same", "columns_differ"])
+def test_aggregate_holds_only_the_columns_the_tables_read(
+    small_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, note_in: str | None
+) -> None:
+    """The sweep aggregate's frame holds the columns the tables read (and the swept one), not
+    the large unused ones; its files are what the whole records frame gives, and its merged
+    Parquet is the whole frame's, also when the jobs' columns differ (then read whole)."""
+    from experiments.callbacks import aggregate
+
+    sweep_dir = tmp_path / "sweep"
+    jobs = fake_sweep(small_run_dir, sweep_dir, note_in=note_in)
+    monkeypatch.setattr(records, "CHUNK_ROWS", 7)  # several chunks and row groups a job
+    monkeypatch.setattr(records, "ROW_GROUP_ROWS", 14)
+    seen: list[pd.DataFrame] = []
+    write_summaries = tables.write_summaries
+
+    def spy(df: pd.DataFrame, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        seen.append(df)
+        return write_summaries(df, *args, **kwargs)
+
+    monkeypatch.setattr(tables, "write_summaries", spy)
+    table = aggregate(jobs, sweep_dir, figures=False)
+    (df,) = seen
+    keys = json.loads((jobs[0] / "episodes.jsonl").read_text().splitlines()[0]).keys()
+    needed = {c for c in EPISODE_COLUMNS if c in keys} | {"run_dir", "overrides", "llm.skill"}
+    assert set(df.columns) == needed
+    if int(pd.__version__.split(".")[0]) >= 3:
+        assert isinstance(df["failure_mode"].dtype, pd.CategoricalDtype)
+    # the reference: every column of every episode, as the aggregate read them before
+    whole = load_runs(jobs, every_column=True)
+    assert "blob" in whole.columns and len(whole) == len(df)
+    reference = tmp_path / "whole"
+    summary = write_summaries(whole, reference, seed=0)
+    assert table == tables.format_completion_table(summary)
+    for name in ("summary.csv", "summary.md", "summary.tex", "comparisons.csv"):
+        assert (sweep_dir / name).read_bytes() == (reference / name).read_bytes(), name
+    whole["run_dir"] = [Path(r).name for r in whole["run_dir"]]
+    whole.to_parquet(reference / "episodes.parquet", index=False)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(sweep_dir / "episodes.parquet"),
+        pd.read_parquet(reference / "episodes.parquet"),
+    )
+    # copied a row group at a time from the jobs' records; read whole when their columns differ
+    groups = pq.ParquetFile(sweep_dir / "episodes.parquet").num_row_groups
+    assert groups == (1 if note_in else -(-len(df) // 14))
+    assert not [p.name for p in sweep_dir.iterdir() if p.name.startswith(".")]  # copies removed
 
 
 def _launcher_installed(module: str) -> bool:

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from experiments import report
 from experiments.figures import FIGURE_NAMES
+from experiments.metrics import EPISODE_COLUMNS
+from experiments.records import load_records
 from experiments.report import duplicate_episodes, load_runs, main, resolve_seed
 
 BIN = Path(sys.executable).parent
@@ -80,6 +85,54 @@ def test_report_reproduces_the_runs_files_byte_for_byte(
     for name in figures:
         assert (out / "figures" / name).read_bytes() == (run_dir / "figures" / name).read_bytes()
     assert not (out / "episodes.jsonl").exists()  # a report never writes records
+
+
+def wide_copy(run_dir: Path, dest: Path) -> Path:
+    """A copy of a run dir whose records carry a large column no table reads (a long text,
+    nested data): what a report must not hold for every episode."""
+    shutil.copytree(run_dir / ".hydra", dest / ".hydra")
+    shutil.copy(run_dir / "traces.jsonl", dest / "traces.jsonl")
+    rows = [json.loads(line) for line in (run_dir / "episodes.jsonl").read_text().splitlines()]
+    (dest / "episodes.jsonl").write_text(
+        "".join(
+            json.dumps({**r, "blob": "x" * 20_000, "nested": {"a": [1, None]}}) + "\n" for r in rows
+        )
+    )
+    return dest
+
+
+def test_report_holds_only_the_columns_it_reads_and_writes_the_same_files(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frame the tables and figures get holds the records' columns they read (repeated
+    strings as categoricals), not the large unused ones; every file is the run's own, and
+    the merged Parquet holds every column, as the whole records frame gives it."""
+    wide = wide_copy(run_dir, tmp_path / "wide")
+    seen: list[pd.DataFrame] = []
+    render = report.render
+
+    def spy(df: pd.DataFrame, *args: Any, **kwargs: Any) -> str:
+        seen.append(df)
+        return render(df, *args, **kwargs)
+
+    monkeypatch.setattr(report, "render", spy)
+    out = tmp_path / "report"
+    assert main([str(wide), "--out", str(out), "--parquet"]) == 0
+    keys = json.loads((run_dir / "episodes.jsonl").read_text().splitlines()[0]).keys()
+    (df,) = seen
+    assert set(df.columns) == {c for c in EPISODE_COLUMNS if c in keys} | {"run_dir", "overrides"}
+    if int(pd.__version__.split(".")[0]) >= 3:
+        assert isinstance(df["planner"].dtype, pd.CategoricalDtype)
+    names = [*OUTPUTS, *(f"figures/{p.name}" for p in (run_dir / "figures").iterdir())]
+    for name in names:
+        assert (out / name).read_bytes() == (run_dir / name).read_bytes(), name
+    whole = load_records(wide / "episodes.jsonl")  # what was merged before: the whole frame
+    whole["run_dir"] = "../wide"
+    whole["overrides"] = df["overrides"].iloc[0]
+    whole.to_parquet(tmp_path / "whole.parquet", index=False)
+    merged = pd.read_parquet(out / "episodes.parquet")
+    pd.testing.assert_frame_equal(merged, pd.read_parquet(tmp_path / "whole.parquet"))
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # copies removed
 
 
 def test_merging_dirs_needs_out_and_pools_their_episodes(
