@@ -780,23 +780,9 @@ def finish(
     if not figures:
         summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
         return format_completion_table(summary), df
-    from experiments.figures import write_figures
+    from experiments.report import render  # tables and figures, drawn side by side
 
-    written: list[pd.DataFrame] = []
-    asked = False
-
-    def tables() -> pd.DataFrame:  # run while the figures that do not read it are drawn
-        nonlocal asked
-        asked = True
-        written.append(write_summaries(df, out_dir, seed=seed, planner_order=order))
-        return written[0]
-
-    try:
-        write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=tables)
-    finally:
-        if not asked:  # the figures failed first: the tables are still written
-            tables()
-    return format_completion_table(written[0]), df
+    return render(df, out_dir, seed=seed, planner_order=order), df
 
 
 _NOT_MEASURED_WHY = {
