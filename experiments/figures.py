@@ -32,7 +32,7 @@ import logging
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -1288,17 +1288,11 @@ def figure_builders(
 # The figures a pool of forked workers draws: (directory, name, records, summary, common),
 # set by :func:`write_figures` just before it forks, so the records are inherited rather than
 # pickled to every worker.
-_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]] = []
-
-SUMMARY_FIGURES = frozenset({"completion_vs_complexity", "pareto_tokens"})
-"""The figures that read the summary (the others read only the records)."""
+_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame, dict[str, Any]]] = []
 
 
-def _draw_pending(i: int, summary: pd.DataFrame | None = None) -> list[Path]:
-    """Draw pending figure ``i``; ``summary`` stands in for one that was not known at fork."""
-    fig_dir, name, df, known, common = _PENDING[i]
-    summary = known if summary is None else summary
-    assert summary is not None or name not in SUMMARY_FIGURES
+def _draw_pending(i: int) -> list[Path]:
+    fig_dir, name, df, summary, common = _PENDING[i]
     return save_figure(_build(name, df, summary, common), fig_dir / name)
 
 
@@ -1316,19 +1310,16 @@ def write_figures(
     *,
     seed: int = 0,
     planner_order: list[str] | None = None,
-    summary: pd.DataFrame | Callable[[], pd.DataFrame] | None = None,
+    summary: pd.DataFrame | None = None,
     processes: int | None = None,
 ) -> list[Path]:
     """Write every figure as PDF and PNG into ``out_dir/figures/``; returns the paths.
 
     Pass the ``summary`` that :func:`~experiments.tables.write_summaries` returned to avoid
     computing (and bootstrapping) it twice; it is used only when it has one row per planner x
-    env x complexity. ``summary`` may also be a function that returns it (one that writes the
-    tables, say): it is called here, in this process, while the workers already draw the
-    figures that do not read it. Seeds are pooled in a figure (each seed's tasks are other
-    tasks); any other swept config value gets its own set of figures in
-    ``figures/<key=value,...>/``, so conditions are never pooled. Identical records give
-    identical bytes.
+    env x complexity. Seeds are pooled in a figure (each seed's tasks are other tasks); any
+    other swept config value gets its own set of figures in ``figures/<key=value,...>/``, so
+    conditions are never pooled. Identical records give identical bytes.
 
     Figures are drawn by ``processes`` forked workers (default: one per available core, at
     most one per figure): drawing dominates a small job's time and each figure is
@@ -1337,11 +1328,10 @@ def write_figures(
     _check(df)
     df = with_swept_columns(df)
     groups = [k for k in swept_keys(df) if k != "seed"]
-    later = summary if callable(summary) else None
-    if later is not None and groups:  # per-condition summaries are computed here anyway
-        later()
-        later = summary = None
-    summary = _usable(summary) if isinstance(summary, pd.DataFrame) else None
+    if summary is not None and list(summary.columns[: list(summary.columns).index("n")]) != list(
+        DEFAULT_BY
+    ):
+        summary = None
     parts: list[tuple[Path, pd.DataFrame]] = []
     if groups:
         for key, sub in df.groupby(groups, sort=True, dropna=False):
@@ -1352,58 +1342,25 @@ def write_figures(
     else:
         parts.append((Path(out_dir) / "figures", df))
     common: dict[str, Any] = {"seed": seed, "planner_order": planner_order, "width": None}
-    pending: list[tuple[Path, str, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]] = []
+    pending = []
     for fig_dir, sub in parts:
-        if later is not None:
-            sub_summary = None  # known once ``later`` returns
-        else:
-            sub_summary = _summary(sub, seed, planner_order) if summary is None else summary
+        sub_summary = _summary(sub, seed, planner_order) if summary is None else summary
         pending += [(fig_dir, name, sub, sub_summary, common) for name in FIGURE_NAMES]
     n = _figure_processes(len(pending)) if processes is None else max(1, processes)
-
-    def late_summary() -> pd.DataFrame:
-        assert later is not None
-        got = _usable(later())
-        return _summary(df, seed, planner_order) if got is None else got
-
-    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        if later is not None:
-            late = late_summary()
-            pending = [(d, m, sub, late, c) for d, m, sub, _, c in pending]
-        _PENDING[:] = pending
-        try:
-            drawn = [_draw_pending(i) for i in range(len(pending))]
-        finally:
-            _PENDING.clear()
-        return [path for paths in drawn for path in paths]
     # the PDF backend (with fontTools) is imported on the first PDF save: once here, before
     # the fork, rather than once in every worker (~0.2 CPU s each)
     import matplotlib.backends.backend_pdf  # noqa: F401
 
     _PENDING[:] = pending
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
-            ready = [i for i, item in enumerate(pending) if item[3] is not None]
-            ready += [i for i, item in enumerate(pending) if item[1] not in SUMMARY_FIGURES]
-            ready = sorted(set(ready))
-            results = {i: pool.apply_async(_draw_pending, (i,)) for i in ready}
-            if len(results) < len(pending):
-                late = late_summary()  # pickled to the workers: a table of a few cells
-                for i in range(len(pending)):
-                    if i not in results:
-                        results[i] = pool.apply_async(_draw_pending, (i, late))
-            drawn = [results[i].get() for i in range(len(pending))]
+        if n > 1 and "fork" in multiprocessing.get_all_start_methods():
+            with multiprocessing.get_context("fork").Pool(n) as pool:
+                drawn = pool.map(_draw_pending, range(len(pending)), chunksize=1)
+        else:
+            drawn = [_draw_pending(i) for i in range(len(pending))]
     finally:
         _PENDING.clear()
     return [path for paths in drawn for path in paths]
-
-
-def _usable(summary: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``summary`` if it has one row per planner x env x complexity (else None)."""
-    if summary is None or "n" not in summary.columns:
-        return None
-    columns = list(summary.columns)
-    return summary if columns[: columns.index("n")] == list(DEFAULT_BY) else None
 
 
 __all__ = [

@@ -219,7 +219,6 @@ def render(
     planner_order: Sequence[str] | None = None,
 ) -> str:
     """Write summaries and figures into ``out_dir``; returns the completion table as text.
-    The tables are computed while the figures that do not read them are drawn.
 
     ``episodes.jsonl`` is never written here, so re-aggregating a sweep dir cannot count its
     episodes twice (the merged records go to ``episodes.parquet``:
@@ -228,20 +227,9 @@ def render(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     order = list(planner_order) if planner_order else None
-    written: list[pd.DataFrame] = []
-    asked: list[bool] = []
-
-    def tables() -> pd.DataFrame:  # run while the figures that do not read it are drawn
-        asked.append(True)
-        written.append(write_summaries(df, out_dir, seed=seed, planner_order=order))
-        return written[-1]
-
-    try:
-        write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=tables)
-    finally:
-        if not asked:  # the figures failed before asking: the tables are still written
-            tables()
-    return format_completion_table(written[-1])
+    summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
+    write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
+    return format_completion_table(summary)
 
 
 def scratch_dir(out_dir: Path) -> tempfile.TemporaryDirectory[str]:

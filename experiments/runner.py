@@ -776,13 +776,13 @@ def finish(
         columns=(*EPISODE_COLUMNS, "detail"),
         categories=(*CATEGORY_COLUMNS, "detail"),
     )
-    order = list(planner_order)
-    if not figures:
-        summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
-        return format_completion_table(summary), df
-    from experiments.report import render  # tables and figures, drawn side by side
+    summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
+    if figures:
+        from experiments.figures import write_figures
 
-    return render(df, out_dir, seed=seed, planner_order=order), df
+        order = list(planner_order)
+        write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
+    return format_completion_table(summary), df
 
 
 _NOT_MEASURED_WHY = {

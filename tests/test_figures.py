@@ -65,38 +65,6 @@ def make_episodes(seed: int = 3) -> pd.DataFrame:
     return df
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_a_summary_given_late_draws_the_same_figures(tmp_path: Path, processes: int) -> None:
-    """``summary=<function>``: called once, in this process (while workers draw the figures
-    that do not read it), and the figures are those the summary itself gives."""
-    import os
-
-    from experiments.figures import _summary
-
-    df = make_episodes()
-    summary = _summary(df, 0, None)
-    given = write_figures(df, tmp_path / "given", seed=0, summary=summary, processes=processes)
-    calls: list[int] = []
-
-    def later() -> pd.DataFrame:
-        calls.append(os.getpid())
-        return summary.copy()
-
-    late = write_figures(df, tmp_path / "late", seed=0, summary=later, processes=processes)
-    assert calls == [os.getpid()]
-    assert [p.name for p in late] == [p.name for p in given]
-    for a, b in zip(given, late, strict=True):
-        assert a.read_bytes() == b.read_bytes(), a.name
-    other = summary.assign(completion_rate=summary["completion_rate"] * 0.5)  # another summary
-    moved = write_figures(
-        df, tmp_path / "other", seed=0, summary=lambda: other, processes=processes
-    )
-    changed = {
-        a.name for a, b in zip(given, moved, strict=True) if a.read_bytes() != b.read_bytes()
-    }
-    assert "completion_vs_complexity.png" in changed  # the late summary is the one drawn
-
-
 def test_write_figures_is_byte_identical_and_timestamp_free(tmp_path: Path) -> None:
     """Two renders of the same records: PDF+PNG of each figure, identical bytes, no dates."""
     df = make_episodes()
