@@ -196,8 +196,9 @@ def test_counting_a_text_by_its_lines_equals_encoding_it_whole() -> None:
 
 @pytest.mark.parametrize("err", [0.0, 0.3, 0.9])
 def test_a_belief_is_the_points_own_draws_whatever_was_asked_before(err: float) -> None:
-    """Beliefs reuse a point's draws across prompt lengths; each must still equal a belief
-    drawn from the flat keyed uniforms (a stale or misfiled reuse changes some value)."""
+    """A belief is the point's own keyed draws: asking the same points at other prompt
+    lengths first (other memo entries) must not change it, and it equals a belief built from
+    the flat keyed uniforms (a memo that leaks across lengths or points changes some value)."""
     from envs.rng import KeyedDraws
     from planners.llm.sim import LOOK, PREFERRED, SimLLM
 

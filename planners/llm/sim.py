@@ -118,23 +118,6 @@ class Belief:
         return self.values.get(kind, sum(LOOK["other"]) / 2)
 
 
-class _PointDraws:
-    """The uniforms of one decision point, each drawn once (``u(*keys)`` equals
-    ``draws.uniform01(*keys)``): a point is asked about by many requests."""
-
-    __slots__ = ("draws", "known")
-
-    def __init__(self, draws: KeyedDraws) -> None:
-        self.draws = draws
-        self.known: dict[tuple[str, ...], float] = {}
-
-    def __call__(self, *keys: str) -> float:
-        value = self.known.get(keys)
-        if value is None:
-            value = self.known[keys] = self.draws.uniform01(*keys)
-        return value
-
-
 def _digest(*parts: object) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
 
@@ -245,10 +228,6 @@ class SimLLM:
         self.seed_keys = seed_keys
         self.draws = KeyedDraws(*seed_keys)
         self._beliefs: dict[tuple[object, ...], Belief] = {}
-        # a decision point's own draws (its trap, look, ... uniforms): the same whatever the
-        # prompt length, so beliefs at one point under different lengths share them
-        self._point_draws: dict[str, _PointDraws] = {}
-        self._looks: dict[tuple[str, tuple[str, ...], str], dict[str, float]] = {}
         self._initial: _Gold | None = None
         self._skills: dict[float, SkillProfile] = {}
         # JSON of values the episode's prompts share (an observation's args and result are
@@ -359,9 +338,7 @@ class SimLLM:
         if (known := self._beliefs.get(memo)) is not None:
             return known  # the same point asked again (a judge after a proposer, a rollout)
 
-        u = self._point_draws.get(point)
-        if u is None:
-            u = self._point_draws[point] = _PointDraws(self.draws.under("belief", point))
+        u = self.draws.under("belief", point).uniform01
 
         top = "right"
         if "trap" in available and u("trap") < skill.p_trap:
@@ -372,15 +349,11 @@ class SimLLM:
             top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
 
         def draw_values() -> dict[str, float]:
-            # shared by the beliefs at this point with this top (read only, never changed)
-            if (values := self._looks.get(looks)) is None:
-                values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in options}
-                values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
-                self._looks[looks] = values
+            values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in options}
+            values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
             return values
 
         options = tuple(available)
-        looks = (point, options, top)
         self._beliefs[memo] = belief = Belief(top, draw_values=draw_values)
         return belief
 
