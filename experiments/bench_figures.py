@@ -60,25 +60,29 @@ def _timed_saves(times: dict[str, float]) -> Iterator[None]:
 
 
 def bench(df: pd.DataFrame, out: Path, repeat: int = 1) -> dict[str, dict[str, float]]:
-    """``{figure: {"build": s, "pdf": s, "png": s, "layout": s}}``, each the minimum over
-    ``repeat`` runs (``layout``: the part of ``save_figure`` outside ``savefig``)."""
+    """``{figure file: {"build": s, "pdf": s, "png": s, "layout": s}}``, each the minimum over
+    ``repeat`` runs (``layout``: the part of ``save_figure`` outside ``savefig``); a figure
+    saved in page-sized parts, as jobs save it, is timed part by part."""
     df = with_swept_columns(df)
     summary = F._summary(df, 0, None)
     common: dict[str, Any] = {"seed": 0, "planner_order": None, "width": None}
     best: dict[str, dict[str, float]] = {}
     for _ in range(repeat):
         for name in F.FIGURE_NAMES:
-            start = time.process_time()
-            fig = F._build(name, df, summary, common)
-            times = {"build": time.process_time() - start}
-            start = time.process_time()
-            with _timed_saves(times):
-                F.save_figure(fig, out / name)
-            # whatever save_figure spends outside savefig (e.g. solving the layout once)
-            times["layout"] = time.process_time() - start - times["pdf"] - times["png"]
-            row = best.setdefault(name, dict(times))
-            for key, value in times.items():
-                row[key] = min(row.get(key, value), value)
+            parts = F.page_parts(name, df)
+            for envs in parts:
+                stem = F.part_stem(name, envs, len(parts))
+                start = time.process_time()
+                fig = F._build(name, df, summary, common, envs)
+                times = {"build": time.process_time() - start}
+                start = time.process_time()
+                with _timed_saves(times):
+                    F.save_figure(fig, out / stem)
+                # whatever save_figure spends outside savefig (e.g. solving the layout once)
+                times["layout"] = time.process_time() - start - times["pdf"] - times["png"]
+                row = best.setdefault(stem, dict(times))
+                for key, value in times.items():
+                    row[key] = min(row.get(key, value), value)
     return best
 
 

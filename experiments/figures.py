@@ -666,12 +666,27 @@ def completion_figure(
     return fig
 
 
-def _grid(
-    df: pd.DataFrame, planner_order: Sequence[str] | None, height: float, width: float | None
-) -> tuple[list[str], list[str], list[str], Figure, Any, _Titles]:
-    """Planners, envs, complexities, a grid of panels (one row per env, one column per
-    complexity: points of different complexities are not comparable) and their titles
-    (:func:`_grid_title`), fitted to the panels' width."""
+PAGE_HEIGHT_IN = 9.0
+"""Text height of a two-column conference page (NeurIPS, ICML: 9 in). A figure with one row
+of panels per env that would be taller is written in parts of whole rows (see
+:func:`page_parts`), so every saved figure fits a page."""
+
+GRID_FIGURES: tuple[str, ...] = ("pareto_tokens", "latency_cdf", "time_to_success")
+"""Figures with one row of panels per env (the others wrap one panel per env)."""
+
+
+def _row_height(name: str, df: pd.DataFrame) -> float:
+    """Height of one env's row of panels in a grid figure (inches, before titles)."""
+    if name == "latency_cdf":  # room for the P50/P99 rows under each CDF
+        return 1.9 + 0.1 * len(df["planner"].unique())
+    return 1.9
+
+
+def _grid_layout(
+    df: pd.DataFrame, planner_order: Sequence[str] | None, width: float | None
+) -> tuple[list[str], list[str], list[str], float, _Titles, float]:
+    """Planners, every env, complexities, the figure's width, the panel titles (fitted over
+    every env, so the parts of a split figure look alike) and the legend's height."""
     planners = _ordered_planners(df, planner_order)
     envs = _envs(df)
     levels = _ordered_complexities(list(df["complexity"]))
@@ -679,10 +694,60 @@ def _grid(
     names = [f"{e}: {c}" for e in envs for c in levels] if len(envs) > 1 else levels
     titles = _fit_titles(names, width, len(levels))
     legend = _legend_height(width, [*planners, "Pareto front", "P99 (rows below)"])
-    rows = (height + titles.extra_in) * len(envs) + 0.25 * (len(envs) - 1)
-    fig = new_figure(width, rows + legend)
-    axes = fig.subplots(len(envs), len(levels), sharey=True, squeeze=False)
-    return planners, envs, levels, fig, axes, titles
+    return planners, envs, levels, width, titles, legend
+
+
+def _grid_height(n_rows: int, height: float, titles: _Titles, legend: float) -> float:
+    return (height + titles.extra_in) * n_rows + 0.25 * (n_rows - 1) + legend
+
+
+def _grid(
+    df: pd.DataFrame,
+    planner_order: Sequence[str] | None,
+    height: float,
+    width: float | None,
+    envs: Sequence[str] | None = None,
+) -> tuple[list[str], list[str], list[str], Figure, Any, _Titles]:
+    """Planners, the envs drawn (``envs``, default every env in ``df``), complexities, a grid
+    of panels (one row per env, one column per complexity: points of different complexities
+    are not comparable) and their titles (:func:`_grid_title`), fitted to the panels' width.
+    Titles name the env whenever ``df`` holds several, also in a part that draws one."""
+    planners, every_env, levels, width, titles, legend = _grid_layout(df, planner_order, width)
+    rows = list(every_env if envs is None else envs)
+    unknown = sorted(set(rows) - set(every_env))
+    if unknown or not rows:
+        raise ValueError(f"envs to draw must be some of {every_env}, got {rows}")
+    fig = new_figure(width, _grid_height(len(rows), height, titles, legend))
+    axes = fig.subplots(len(rows), len(levels), sharey=True, squeeze=False)
+    return planners, rows, levels, fig, axes, titles
+
+
+def page_parts(
+    name: str,
+    df: pd.DataFrame,
+    *,
+    planner_order: Sequence[str] | None = None,
+    width: float | None = None,
+    page_height: float = PAGE_HEIGHT_IN,
+) -> list[list[str]]:
+    """The envs of each part figure ``name`` is saved in: all of them in one part when the
+    figure fits ``page_height``, else the fewest parts of consecutive envs that each fit (as
+    even as possible, larger parts first). Figures that wrap one panel per env: one part."""
+    envs = _envs(df)
+    if name not in GRID_FIGURES:
+        return [envs]
+    _, _, _, _, titles, legend = _grid_layout(df, planner_order, width)
+    height = _row_height(name, df)
+    fits = max(
+        (
+            n
+            for n in range(1, len(envs) + 1)
+            if _grid_height(n, height, titles, legend) <= page_height
+        ),
+        default=1,
+    )
+    n_parts = math.ceil(len(envs) / fits)
+    return [list(map(str, part)) for part in np.array_split(np.array(envs, dtype=object), n_parts)]
 
 
 def _cell_rows(df: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
@@ -779,8 +844,9 @@ def _keep_inside(ax: Any, reach_in: float, length_in: float) -> None:
         ax.margins(x=need)
 
 
-def _grid_title(ax: Any, env: str, complexity: str, titles: _Titles, n_envs: int) -> None:
-    titles.set(ax, f"{env}: {complexity}" if n_envs > 1 else complexity)
+def _grid_title(ax: Any, env: str, complexity: str, titles: _Titles) -> None:
+    named = f"{env}: {complexity}"
+    titles.set(ax, named if named in titles.text else complexity)
 
 
 def pareto_figure(
@@ -790,16 +856,20 @@ def pareto_figure(
     planner_order: Sequence[str] | None = None,
     summary: pd.DataFrame | None = None,
     width: float | None = None,
+    envs: Sequence[str] | None = None,
 ) -> Figure:
     """(b) Success vs cost, one panel per complexity (and env): mean tokens_total (x) against
     completion rate (y), one point per planner (colour and marker), the Pareto front of that
     panel (no other planner uses fewer tokens and completes more) as a grey staircase, its
     points outlined. The x axis turns logarithmic when a panel's token means span over 20x.
+    ``envs``: the envs drawn, one row each (default: every env in ``df``).
     """
     _check(df)
     with paper_style():
         summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
+        planners, envs, levels, fig, axes, titles = _grid(
+            df, planner_order, _row_height("pareto_tokens", df), width, envs
+        )
         colors, markers, _ = _styles(planners)
         size, edge = 26.0, 0.6
         # a point-size gap between the widest marker and the panel's sides
@@ -846,7 +916,7 @@ def pareto_figure(
                     ax.xaxis.set_major_locator(MaxNLocator(3))
                 ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
                 ax.set_ylim(-0.03, 1.03)
-                _grid_title(ax, env, level, titles, len(envs))
+                _grid_title(ax, env, level, titles)
             axes[r][0].set_ylabel("completion rate")
         fig.supxlabel("mean tokens per episode", fontsize=RC["axes.labelsize"])
         handles = _planner_handles(planners, line=False)
@@ -866,18 +936,20 @@ def latency_cdf_figure(
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
     width: float | None = None,
+    envs: Sequence[str] | None = None,
 ) -> Figure:
     """(c) Empirical CDF of episode latency (simulated s), one panel per complexity (and env).
 
     Under each CDF, one row per planner marks its P50 (circle) and P99 (triangle) joined by a
     line, so no marker hides another. Percentiles use :func:`experiments.metrics.percentile`
-    (numpy 'linear'); the seed is unused (no resampling).
+    (numpy 'linear'); the seed is unused (no resampling). ``envs``: the envs drawn, one row
+    each (default: every env in ``df``).
     """
     del seed  # same signature as the other figures; nothing random here
     _check(df)
     with paper_style():
         planners, envs, levels, fig, axes, titles = _grid(
-            df, planner_order, 1.9 + 0.1 * len(df["planner"].unique()), width
+            df, planner_order, _row_height("latency_cdf", df), width, envs
         )
         colors, _, styles = _styles(planners)
         reach = _marker_reach_in(["o", "^"], 3.5**2, 0.4) + 1.0 / 72.0
@@ -933,7 +1005,7 @@ def latency_cdf_figure(
                 ax.set_ylim(-STRIP_STEP * (len(planners) + 0.8), 1.03)
                 ax.set_yticks([0.0, 0.5, 0.99], ["0", "0.5", "0.99"])
                 _keep_inside(ax, reach, panel)  # P99 markers at a panel's right side
-                _grid_title(ax, env, level, titles, len(envs))
+                _grid_title(ax, env, level, titles)
             axes[r][0].set_ylabel("share of episodes")
         fig.supxlabel("latency (simulated s)", fontsize=RC["axes.labelsize"])
         handles = _planner_handles(planners, marker=False)
@@ -952,6 +1024,7 @@ def time_to_success_figure(
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
     width: float | None = None,
+    envs: Sequence[str] | None = None,
     estimator: str = "incidence",
 ) -> Figure:
     """(e) Time to success per planner (colour, line style), one panel per complexity (and env).
@@ -962,14 +1035,16 @@ def time_to_success_figure(
     episodes censored at their end (:func:`experiments.metrics.kaplan_meier`), the time
     distribution had failed episodes gone on; it reaches 1 whenever the last event is a
     success, so it must not be read as a completion rate (summary.csv gives its median).
-    A marker ends each curve.
+    A marker ends each curve. ``envs``: the envs drawn, one row each (default: every env).
     """
     if estimator not in ("incidence", "km"):
         raise ValueError(f"estimator must be 'incidence' or 'km', got {estimator!r}")
     del seed
     _check(df)
     with paper_style():
-        planners, envs, levels, fig, axes, titles = _grid(df, planner_order, 1.9, width)
+        planners, envs, levels, fig, axes, titles = _grid(
+            df, planner_order, _row_height("time_to_success", df), width, envs
+        )
         colors, markers, styles = _styles(planners)
         edge = float(matplotlib.rcParams["lines.markeredgewidth"])
         reach = _marker_reach_in(markers.values(), 3.5**2, edge) + 1.0 / 72.0
@@ -1013,7 +1088,7 @@ def time_to_success_figure(
                     )
                 ax.set_ylim(-0.03, 1.03)
                 _keep_inside(ax, reach, panel)  # the markers that end the curves
-                _grid_title(ax, env, level, titles, len(envs))
+                _grid_title(ax, env, level, titles)
             axes[r][0].set_ylabel(
                 "share of episodes succeeded" if estimator == "incidence" else "1 - S(t), KM"
             )
@@ -1257,7 +1332,17 @@ def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
     return buf.getvalue()
 
 
-def _build(name: str, df: pd.DataFrame, summary: pd.DataFrame, common: Mapping[str, Any]) -> Figure:
+def _build(
+    name: str,
+    df: pd.DataFrame,
+    summary: pd.DataFrame,
+    common: Mapping[str, Any],
+    envs: Sequence[str] | None = None,
+) -> Figure:
+    if name in GRID_FIGURES:
+        common = {**common, "envs": envs}
+    elif envs is not None and list(envs) != _envs(df):
+        raise ValueError(f"{name} draws every env; only {GRID_FIGURES} draw parts")
     if name == "completion_vs_complexity":
         return completion_figure(df, summary=summary, **common)
     if name == "pareto_tokens":
@@ -1285,15 +1370,21 @@ def figure_builders(
     return [_build(name, df, summary, common) for name in FIGURE_NAMES]
 
 
-# The figures a pool of forked workers draws: (directory, name, records, summary, common),
-# set by :func:`write_figures` just before it forks, so the records are inherited rather than
-# pickled to every worker.
-_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame, dict[str, Any]]] = []
+# The figures a pool of forked workers draws: (file stem, name, records, summary, common, envs
+# drawn), set by :func:`write_figures` just before it forks, so the records are inherited
+# rather than pickled to every worker.
+_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame, dict[str, Any], list[str]]] = []
 
 
 def _draw_pending(i: int) -> list[Path]:
-    fig_dir, name, df, summary, common = _PENDING[i]
-    return save_figure(_build(name, df, summary, common), fig_dir / name)
+    stem, name, df, summary, common, envs = _PENDING[i]
+    return save_figure(_build(name, df, summary, common, envs), stem)
+
+
+def part_stem(name: str, envs: Sequence[str], parts: int) -> str:
+    """File stem of one part of a figure: ``name`` when it is whole, else
+    ``name-<env>+<env>...`` (env names hold no ``-``; a ``+`` is safe in LaTeX paths)."""
+    return name if parts == 1 else f"{name}-{'+'.join(envs)}"
 
 
 def _figure_processes(n_figures: int) -> int:
@@ -1319,7 +1410,9 @@ def write_figures(
     computing (and bootstrapping) it twice; it is used only when it has one row per planner x
     env x complexity. Seeds are pooled in a figure (each seed's tasks are other tasks); any
     other swept config value gets its own set of figures in ``figures/<key=value,...>/``, so
-    conditions are never pooled. Identical records give identical bytes.
+    conditions are never pooled. A figure with one row per env that would be taller than a
+    page (:data:`PAGE_HEIGHT_IN`) is saved in parts, ``<name>-<env>+<env>...``, each a
+    page or less (:func:`page_parts`). Identical records give identical bytes.
 
     Figures are drawn by ``processes`` forked workers (default: one per available core, at
     most one per figure): drawing dominates a small job's time and each figure is
@@ -1345,7 +1438,11 @@ def write_figures(
     pending = []
     for fig_dir, sub in parts:
         sub_summary = _summary(sub, seed, planner_order) if summary is None else summary
-        pending += [(fig_dir, name, sub, sub_summary, common) for name in FIGURE_NAMES]
+        for name in FIGURE_NAMES:
+            pages = page_parts(name, sub, planner_order=planner_order)
+            for envs in pages:
+                stem = fig_dir / part_stem(name, envs, len(pages))
+                pending.append((stem, name, sub, sub_summary, common, envs))
     n = _figure_processes(len(pending)) if processes is None else max(1, processes)
     # the PDF backend (with fontTools) is imported on the first PDF save: once here, before
     # the fork, rather than once in every worker (~0.2 CPU s each)
@@ -1367,7 +1464,9 @@ __all__ = [
     "DOUBLE_COLUMN_IN",
     "FIGURE_NAMES",
     "KNOWN_PLANNER_COLORS",
+    "GRID_FIGURES",
     "OKABE_ITO",
+    "PAGE_HEIGHT_IN",
     "SINGLE_COLUMN_IN",
     "completion_figure",
     "failure_modes_figure",
@@ -1379,6 +1478,8 @@ __all__ = [
     "latency_cdf_figure",
     "pareto_figure",
     "pareto_front",
+    "page_parts",
+    "part_stem",
     "paper_style",
     "new_figure",
     "planner_colors",

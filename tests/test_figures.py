@@ -453,3 +453,59 @@ def test_point_markers_stay_inside_their_panels(width: float) -> None:
     # a completion rate of 0 or 1 sits on the y limits: its marker is drawn whole
     fig = pareto_figure(df, width=width)
     assert all(not c.get_clip_on() for ax in fig.axes for c in ax.collections)
+
+
+def six_env_episodes() -> pd.DataFrame:
+    """The default job's six env families, three complexities, eight planners."""
+    base = eight_planner_episodes()
+    base = pd.concat(
+        [base, base[base["complexity"] == "simple"].assign(complexity="medium")],
+        ignore_index=True,
+    )
+    envs = ("code_gen", "pipeline", "rag", "report", "research", "web_nav")
+    return pd.concat([base.assign(env=env) for env in envs], ignore_index=True)
+
+
+def test_every_saved_figure_fits_a_page_and_its_parts_hold_each_env_once(
+    tmp_path: Path,
+) -> None:
+    """Six envs made the one-row-per-env figures 13-18 in tall, twice a paper page; each is
+    now saved in parts of whole rows, every part a page or less, together every env once."""
+    from PIL import Image
+
+    from experiments.figures import GRID_FIGURES, PAGE_HEIGHT_IN, page_parts
+
+    df = six_env_episodes()
+    envs = sorted(df["env"].unique())
+    paths = write_figures(df, tmp_path, seed=0, processes=1)
+    for png in [p for p in paths if p.suffix == ".png"]:
+        with Image.open(png) as im:
+            height_in = im.size[1] / im.info["dpi"][1]
+        assert height_in <= PAGE_HEIGHT_IN + 0.01, (png.name, height_in)
+    for name in GRID_FIGURES:
+        parts = page_parts(name, df)
+        assert len(parts) > 1 and [e for part in parts for e in part] == envs, (name, parts)
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1, parts
+        stems = sorted(p.stem for p in paths if p.stem.startswith(f"{name}-"))
+        assert stems == sorted(f"{name}-{'+'.join(part)}" for part in parts for _ in (0, 1))
+    # figures that wrap one panel per env stay whole
+    for name in ("completion_vs_complexity", "failure_modes"):
+        assert (tmp_path / "figures" / f"{name}.pdf") in paths
+
+
+def test_a_part_that_draws_one_env_still_names_it_in_its_titles() -> None:
+    """The file name says which env; the panels must too, once a figure is cut out of a
+    run that holds several (a run of one env needs no env in its titles)."""
+    df = six_env_episodes()
+    for fig in (
+        pareto_figure(df, envs=["rag"]),
+        latency_cdf_figure(df, envs=["rag"]),
+        time_to_success_figure(df, envs=["rag"]),
+    ):
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        assert titles == ["rag: simple", "rag: medium", "rag: complex"], titles
+    one = df[df["env"] == "rag"]
+    titles = [ax.get_title() for ax in pareto_figure(one).axes if ax.get_title()]
+    assert titles == ["simple", "medium", "complex"], titles
+    with pytest.raises(ValueError, match="envs to draw"):
+        pareto_figure(df, envs=["nope"])
