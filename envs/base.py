@@ -19,6 +19,17 @@ from envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCal
 COMPLEXITIES = ("simple", "medium", "complex")
 
 
+class ParamError(ValueError):
+    """An env parameter out of its range; the message starts ``key=value:`` so the runner can
+    name the config key (``env.report.p_stale_trap=2: ...``)."""
+
+
+def check_share(key: str, value: object) -> None:
+    """``value`` must be a share, a number between 0 and 1 (a probability of the world)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ParamError(f"{key}={value!r}: must be a share between 0 and 1")
+
+
 def task_id(env: str, complexity: str, index: int) -> str:
     """The id of task ``index`` of an env's (seed, complexity) sequence. Every env names its
     tasks so; a job names the tasks it will run without generating them (and checks the name

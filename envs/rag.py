@@ -39,6 +39,7 @@ from envs.base import (
     EpisodeTools,
     Grade,
     Task,
+    check_share,
     register,
     task_id,
     wrap_tools,
@@ -592,6 +593,9 @@ class RagEnv:
     name: str = ENV_NAME
     p_trap: float = 0.5
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
+
+    def __post_init__(self) -> None:
+        check_share("p_trap", self.p_trap)
 
     def generate(
         self,

@@ -20,6 +20,7 @@ from envs.base import (
     EpisodeTools,
     Grade,
     Task,
+    check_share,
     register,
     task_id,
     wrap_tools,
@@ -397,6 +398,9 @@ class ReportEnv:
     name: str = ENV_NAME
     p_stale_trap: float = 0.5
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
+
+    def __post_init__(self) -> None:
+        check_share("p_stale_trap", self.p_stale_trap)
 
     def generate(
         self,

@@ -39,10 +39,11 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    ValidationError,
     field_validator,
 )
 
-from envs.base import COMPLEXITIES, Env, Task, task_id
+from envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
 from envs.faults import FaultConfig
 from experiments.cost_cap import CostCapReached, CostLedger, JobCostGate
 from experiments.episode import EpisodeRecord, run_episode
@@ -52,6 +53,7 @@ from experiments.llm_factory import (
     ConfigError,
     InfrastructureError,
     check_cost_cap,
+    describe,
     llm_label,
     model_profiles,
     preflight,
@@ -160,6 +162,8 @@ class RunSettings(_Settings):
     @classmethod
     def _complexities(cls, value: Any) -> list[str]:
         values = as_list(value)
+        if not values:
+            raise ValueError(f"name at least one of {list(COMPLEXITIES)}")
         for v in values:
             if v not in COMPLEXITIES:
                 raise ValueError(f"must be one of {list(COMPLEXITIES)}")
@@ -645,6 +649,10 @@ def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
             out[name] = instantiate(spec)
         except Exception as exc:  # noqa: BLE001 - a constructor rejecting a config value
             cause = exc.__cause__ or exc
+            if isinstance(cause, ValidationError):  # a typed constructor (planners.params)
+                raise ConfigError(describe(cause, f"{group}.{name}")) from None
+            if isinstance(cause, ParamError):  # an env's range check: "key=value: allowed"
+                raise ConfigError(f"{group}.{name}.{cause}") from None
             text = " ".join(str(cause).split())
             raise ConfigError(f"{group}.{name}: {type(cause).__name__}: {text}") from None
     return out
@@ -842,6 +850,11 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     lock: RunLock | None = None
     capped: CostCapReached | None = None
     try:
+        choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+        experiment = choices.get("experiment")
+        if experiment is not None and experiment not in group_options("experiment"):
+            options = ", ".join(group_options("experiment"))
+            raise ConfigError(f"experiment={experiment}: no such experiment; choose from {options}")
         container = validate(cfg)
         if container.get("dry_run"):  # no request, no lock, nothing written
             from experiments.dry_run import estimate
@@ -951,7 +964,54 @@ def app(cfg: DictConfig) -> None:
         sys.exit(code)  # aggregate names this one), unless the user stopped the sweep
 
 
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CHECKED_GROUPS = ("planner", "env", "llm", "faults", "experiment")
+"""Config groups whose options are this package's files: a typo in one is refused with one
+line before Hydra composes (Hydra's own error is a block of text, and for the optional
+``experiment`` group no error at all: the job ran without it)."""
+
+
+def group_options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def unknown_group_choice(args: Sequence[str]) -> str | None:
+    """``group=value: ...`` for the first command-line choice of a config group that names no
+    config file (a sweep's values and ``[a,b]`` lists each checked), else None. Skipped when
+    the config search path is extended (other config dirs may hold the option)."""
+    if any("searchpath" in a or a.startswith(("-cd", "--config-dir", "-cp")) for a in args):
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
+
+    overrides = [a for a in args if not a.startswith("-") and "=" in a]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
+        return None
+    for o in parsed:
+        group = o.key_or_group
+        if group not in CHECKED_GROUPS or o.is_delete():
+            continue
+        if isinstance(o.value(), Glob):
+            continue
+        if o.is_sweep_override():
+            values = list(o.sweep_string_iterator())
+        else:
+            value = o.value()
+            values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        options = group_options(group)
+        for v in values:
+            if v not in options and not (group == "experiment" and v == "null"):
+                return f"{group}={v}: no such {group} config; choose from {', '.join(options)}"
+    return None
+
+
 def main() -> None:
+    problem = unknown_group_choice(sys.argv[1:])
+    if problem is not None:
+        print(f"planarena: {problem}", file=sys.stderr)
+        sys.exit(2)
     app()
 
 

@@ -6,6 +6,7 @@ from envs.tools import Toolbox
 from planners.base import Planner, PlannerResult, TaskView
 from planners.executor import LadderPolicy
 from planners.llm.base import EpisodeLLM
+from planners.params import Count, Ratio, Times, checked
 from planners.search_support import (
     PartialPlanProblem,
     make_executor,
@@ -23,16 +24,17 @@ class BFSPlanner(Planner):
 
     name = "bfs"
 
+    @checked
     def __init__(
         self,
-        beam_width: int = 3,
-        branching: int = 3,
-        max_steps: int = 16,
-        max_nodes: int = 80,
+        beam_width: Count = 3,
+        branching: Count = 3,
+        max_steps: Count = 16,
+        max_nodes: Count = 80,
         parallel: bool = False,
         replan: bool = True,
-        max_replans: int = 3,
-        accept: float = 1.0,
+        max_replans: Times = 3,
+        accept: Ratio = 1.0,
     ) -> None:
         self.accept = accept
         self.beam_width = beam_width

@@ -27,6 +27,7 @@ from planners.formats import (
     render_candidates,
 )
 from planners.llm.base import EpisodeLLM
+from planners.params import Count, Ratio, Times, ToolCalling, checked
 from planners.prompts import react_system
 from planners.search_support import record_tree
 from search import dfs_async
@@ -181,18 +182,17 @@ class _ExecutionTree:
 class DFSPlanner(Planner):
     name = "dfs"
 
+    @checked
     def __init__(
         self,
-        branching: int = 3,
-        prune_below: float = 0.5,
-        max_nodes: int = 40,
-        max_depth: int = 30,
-        accept: float = 1.0,
-        max_rethinks: int = 2,
-        tool_calling: str = "text",
+        branching: Count = 3,
+        prune_below: Ratio = 0.5,
+        max_nodes: Count = 40,
+        max_depth: Count = 30,
+        accept: Ratio = 1.0,
+        max_rethinks: Times = 2,
+        tool_calling: ToolCalling = "text",
     ) -> None:
-        if tool_calling not in ("text", "native"):
-            raise ValueError("tool_calling must be 'text' or 'native'")
         self.tool_calling = tool_calling  # native: candidates as the API's parallel tool calls
         self.accept = accept
         self.max_rethinks = max_rethinks

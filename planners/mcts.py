@@ -11,6 +11,7 @@ from envs.tools import Toolbox
 from planners.base import Planner, PlannerResult, TaskView
 from planners.executor import LadderPolicy
 from planners.llm.base import EpisodeLLM
+from planners.params import Count, NonNegative, Times, checked
 from planners.plan import PlanError, parse_plan
 from planners.search_support import (
     PartialPlanProblem,
@@ -49,16 +50,17 @@ def trusted_lines(result: SearchResult, min_visits: int = 2) -> list[tuple[str, 
 class MCTSPlanner(Planner):
     name = "mcts"
 
+    @checked
     def __init__(
         self,
-        iterations: int = 16,
-        c: float = 1.4,
-        branching: int = 3,
-        max_steps: int = 16,
+        iterations: Count = 16,
+        c: NonNegative = 1.4,
+        branching: Count = 3,
+        max_steps: Count = 16,
         parallel: bool = False,
         replan: bool = True,
-        max_replans: int = 3,
-        max_lines: int = 3,
+        max_replans: Times = 3,
+        max_lines: Count = 3,
     ) -> None:
         self.max_lines = max_lines
         self.iterations = iterations

@@ -12,6 +12,7 @@ from envs.tools import Toolbox
 from planners.base import Planner, PlannerResult, PlannerStats, TaskView
 from planners.executor import STATIC, LadderPolicy, PlanExecutor
 from planners.llm.base import EpisodeLLM
+from planners.params import Backoff, NonNegative, Times, checked
 
 
 class PlanExecutePlanner(Planner):
@@ -19,6 +20,7 @@ class PlanExecutePlanner(Planner):
 
     name = "plan_execute"
 
+    @checked
     def __init__(self, parallel: bool = False) -> None:
         self.policy = replace(STATIC, parallel=parallel)
 
@@ -35,12 +37,13 @@ class PlanExecuteReplanPlanner(PlanExecutePlanner):
 
     name = "plan_execute_replan"
 
+    @checked
     def __init__(
         self,
         parallel: bool = False,
-        max_replans: int = 3,
-        backoff_s: tuple[float, ...] = (0.5, 1.0, 2.0),
-        budget_usd: float = 1.0,
+        max_replans: Times = 3,
+        backoff_s: Backoff = (0.5, 1.0, 2.0),
+        budget_usd: NonNegative = 1.0,
     ) -> None:
         self.policy = LadderPolicy(
             parallel=parallel,

@@ -6,6 +6,7 @@ from envs.tools import Toolbox, ToolError
 from planners.base import Planner, PlannerResult, PlannerStats, TaskView
 from planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
 from planners.llm.base import EpisodeLLM
+from planners.params import Count, ToolCalling, checked
 from planners.prompts import react_system
 
 
@@ -19,11 +20,13 @@ class ReActPlanner(Planner):
 
     name = "react"
 
+    @checked
     def __init__(
-        self, max_turns: int = 40, max_parse_failures: int = 3, tool_calling: str = "text"
+        self,
+        max_turns: Count = 40,
+        max_parse_failures: Count = 3,
+        tool_calling: ToolCalling = "text",
     ) -> None:
-        if tool_calling not in ("text", "native"):
-            raise ValueError("tool_calling must be 'text' or 'native'")
         self.max_turns = max_turns
         self.max_parse_failures = max_parse_failures
         self.tool_calling = tool_calling  # native: the API's tool interface, where supported

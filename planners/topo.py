@@ -7,18 +7,20 @@ recovery ladder applies as in ``plan_execute_replan``.
 
 from __future__ import annotations
 
+from planners.params import Backoff, NonNegative, Times, checked
 from planners.plan_execute import PlanExecuteReplanPlanner
 
 
 class TopoPlanner(PlanExecuteReplanPlanner):
     name = "topo"
 
+    @checked
     def __init__(
         self,
         parallel: bool = True,
-        max_replans: int = 3,
-        backoff_s: tuple[float, ...] = (0.5, 1.0, 2.0),
-        budget_usd: float = 1.0,
+        max_replans: Times = 3,
+        backoff_s: Backoff = (0.5, 1.0, 2.0),
+        budget_usd: NonNegative = 1.0,
     ) -> None:
         super().__init__(
             parallel=parallel, max_replans=max_replans, backoff_s=backoff_s, budget_usd=budget_usd

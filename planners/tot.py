@@ -10,6 +10,9 @@ The best plan is executed with parallel layers and the replanning ladder: the se
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import Field
 
 from envs import clock
 from envs.tools import Toolbox
@@ -17,6 +20,7 @@ from planners.base import Planner, PlannerResult, TaskView
 from planners.executor import LadderPolicy
 from planners.formats import RATE_PLAN, OutputParseError, parse_score
 from planners.llm.base import EpisodeLLM
+from planners.params import Backoff, Count, Times, checked
 from planners.plan import PlanError, parse_plan
 from planners.prompts import plan_system
 from planners.search_support import make_executor, record_tree
@@ -106,17 +110,16 @@ class _PlanTree:
 class ToTPlanner(Planner):
     name = "tot"
 
+    @checked
     def __init__(
         self,
-        beam_width: int = 3,
-        branching: int = 2,
-        depth: int = 1,
+        beam_width: Annotated[int, Field(ge=1, le=10, strict=True)] = 3,
+        branching: Count = 2,
+        depth: Count = 1,
         parallel: bool = True,
-        max_replans: int = 3,
-        backoff_s: tuple[float, ...] = (0.5, 1.0, 2.0),
+        max_replans: Times = 3,
+        backoff_s: Backoff = (0.5, 1.0, 2.0),
     ) -> None:
-        if not 1 <= beam_width <= 10:
-            raise ValueError("beam_width must be between 1 and 10")
         self.beam_width = beam_width
         self.branching = branching
         self.depth = depth

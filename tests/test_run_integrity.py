@@ -26,7 +26,7 @@ from experiments.records import (
     read_jsonl,
     repair_run_dir,
 )
-from experiments.runner import HarnessStop, run, validate
+from experiments.runner import HarnessStop, prepare, run, validate
 from planners.base import Planner, PlannerResult, TaskView
 from planners.llm.base import EpisodeLLM
 
@@ -321,6 +321,75 @@ def test_the_cli_refuses_an_invalid_value_in_one_line(tmp_path: Path, override: 
     assert proc.returncode == 2
     assert override.lstrip("+").split("=")[0] in one_line_no_traceback(proc)
     assert not (tmp_path / "episodes.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("planner=mcts planner.mcts.c=-1", "planner.mcts.c=-1: Input should be greater"),
+        ("planner=mcts planner.mcts.iterations=-3", "planner.mcts.iterations=-3"),
+        ("planner=tot planner.tot.depth=-1", "planner.tot.depth=-1"),
+        ("planner=tot planner.tot.beam_width=abc", 'planner.tot.beam_width="abc"'),
+        ("planner=tot planner.tot.beam_width=11", "planner.tot.beam_width=11"),
+        ("planner=tot planner.tot.parallel=maybe", 'planner.tot.parallel="maybe"'),
+        ("planner=bfs planner.bfs.accept=abc", 'planner.bfs.accept="abc"'),
+        ("planner=react planner.react.max_turns=abc", 'planner.react.max_turns="abc"'),
+        ("planner=react planner.react.max_turns=0", "planner.react.max_turns=0"),
+        ("planner=react planner.react.tool_calling=json", 'planner.react.tool_calling="json"'),
+        ("planner=react +planner.react.max_turn=3", "planner.react.max_turn=3: Unexpected"),
+        (
+            "planner=plan_execute_replan planner.plan_execute_replan.max_replans=-2",
+            "planner.plan_execute_replan.max_replans=-2",
+        ),
+        ("planner=topo planner.topo.backoff_s=[1,-1]", "planner.topo.backoff_s[1]=-1"),
+        ("planner=dfs planner.dfs.prune_below=7", "planner.dfs.prune_below=7"),
+        ("env.report.p_stale_trap=2", "env.report.p_stale_trap=2: must be a share"),
+        ("env=rag env.rag.p_trap=abc", "env.rag.p_trap='abc': must be a share"),
+    ],
+)
+def test_an_invalid_planner_or_env_parameter_is_named_before_any_episode(
+    override: str, key: str
+) -> None:
+    """These ran: every episode a harness error (c=-1, "abc", an empty AssertionError) or a
+    silent 0 % table (max_turns=0, prune_below=7), or a share above 1 accepted."""
+    with pytest.raises(ConfigError) as err:
+        prepare(cfg_of(*override.split()))
+    assert key in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_every_shipped_planner_and_env_config_passes_its_checks() -> None:
+    planners = "[react,plan_execute,plan_execute_replan,tot,bfs,dfs,mcts,topo]"
+    prepared = prepare(cfg_of(f"planner={planners}", "env=[report,rag]"))
+    assert len(prepared.planners) == 8 and len(prepared.envs) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["experiment=seed_tabels"], "experiment=seed_tabels: no such experiment config"),
+        # past the command-line check (skipped when the search path is extended): the job's own
+        (
+            ["hydra.searchpath=[file:///nonexistent]", "experiment=seed_tabels"],
+            "no such experiment;",
+        ),
+        (["planner=reactt"], "planner=reactt: no such planner config; choose from bfs"),
+        (["planner=[react,foo]"], "planner=foo: no such planner config"),
+        (["-m", "planner=react,foo"], "planner=foo: no such planner config"),
+        (["env=reprt"], "env=reprt: no such env config"),
+        (["faults=medium"], "faults=medium: no such faults config; choose from default"),
+        (["llm=foo"], "llm=foo: no such llm config"),
+        (["complexity=[]"], "complexity=[]: name at least one of"),
+    ],
+)
+def test_a_mistyped_choice_is_refused_in_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """A typo in the optional experiment group ran a different job with exit 0; a typo in
+    the other groups printed Hydra's block of text; complexity=[] ended in a traceback."""
+    proc = cli(tmp_path / "run", *args)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert expected in one_line_no_traceback(proc)
+    assert not (tmp_path / "run" / "episodes.jsonl").exists()
 
 
 # --------------------------------------------------------------------------- crash safety
