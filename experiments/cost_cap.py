@@ -94,8 +94,8 @@ class CostLedger:
         return (
             f"the job's cost cap budget.max_cost_usd={self.cap:g} is reached "
             f"(${self.spent:.6f} recorded); {recorded} episode(s) recorded by this run, "
-            f"{self.cut} cut by the cap, {self.dropped} not run; rerun with a higher "
-            f"budget.max_cost_usd to continue{again}"
+            f"{self.cut} cut by the cap (left out of the tables), {self.dropped} not run; "
+            f"rerun with a higher budget.max_cost_usd to continue{again}"
         )
 
 

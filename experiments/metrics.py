@@ -145,6 +145,7 @@ EPISODE_COLUMNS: tuple[str, ...] = tuple(
             *_REQUIRED_SUMMARY_INPUTS,
             *ROLE_TOKEN_COLUMNS,
             "exposed_faults",
+            "stop_reason",  # job_cost_cap: an episode the job's cost cap cut, not measured
             "overrides",
             "run_dir",
         )
@@ -161,6 +162,7 @@ CATEGORY_COLUMNS: tuple[str, ...] = (
     "faults",
     "failure_mode",
     "exposed_faults",
+    "stop_reason",
 )
 """String columns with few distinct values, held as categoricals (categories sorted) in the
 frame the tables read: one byte a row instead of a string, and grouped without hashing."""

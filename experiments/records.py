@@ -59,10 +59,14 @@ def runs_again(row: Mapping[str, Any]) -> bool:
 
 def measured(df: pd.DataFrame) -> pd.DataFrame:
     """The records the tables and figures are computed from: all but ``infrastructure_error``
-    (the endpoint failed; the agent's completion rate must not count it as a failure)."""
+    (the endpoint failed; the agent's completion rate must not count it as a failure) and
+    the episode the job's cost cap cut (stop reason ``job_cost_cap``: the cap, a setting of
+    the run, ended it, not the agent; a resumed job with a higher cap runs it again)."""
     if "failure_mode" not in df.columns:
         return df
     keep = df["failure_mode"] != INFRASTRUCTURE_ERROR
+    if "stop_reason" in df.columns:
+        keep &= df["stop_reason"] != JOB_COST_CAP
     return df if bool(keep.all()) else df[keep].reset_index(drop=True)
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from fake_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from hydra import compose, initialize_config_dir
@@ -100,6 +101,21 @@ def test_a_capped_job_records_the_uncapped_jobs_first_episodes_then_the_cut_one(
     traces = (tmp_path / "traces.jsonl").read_text().splitlines()
     assert len(traces) == k + 1  # records intact: one trace per record
     assert any(e["event"] == "budget_exhausted" for e in json.loads(traces[-1])["events"])
+
+
+def test_the_episode_the_cap_cut_is_left_out_of_the_tables(uncapped: Path, tmp_path: Path) -> None:
+    """The cap is a setting of the run, not the agent's failure: counted, it lowered a
+    planner's completion rate (react 83.3 % with n=6 where the uncapped job's first six
+    tasks all succeeded). The tables hold the episodes the cap let finish."""
+    reference = rows(uncapped)
+    k = len(reference) // 3
+    assert capped(cfg_of(f"budget.max_cost_usd={cap_cutting(reference, k)!r}"), tmp_path)
+    cfg = cfg_of()
+    _, df = runner.finish(tmp_path, int(cfg.seed), list(cfg.planner), figures=False)
+    assert len(df) == k + 1  # the records keep it (a resume with a higher cap reruns it)
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert int(summary["n"].sum()) == k
+    assert int(summary["successes"].sum()) == sum(bool(r["success"]) for r in reference[:k])
 
 
 def test_the_same_capped_command_writes_the_same_records_whatever_concurrency(
@@ -238,7 +254,10 @@ def test_the_cli_stops_at_the_cap_with_exit_status_5_and_writes_the_tables(
         assert proc.returncode == 5, proc.stderr[-2000:]
         assert "Traceback" not in proc.stderr
         (line,) = [x for x in proc.stderr.splitlines() if x.startswith("planarena:")]
-        assert "cost cap budget.max_cost_usd=" in line and "1 cut by the cap, 2 not run" in line
+        assert (
+            "cost cap budget.max_cost_usd=" in line
+            and "1 cut by the cap (left out of the tables), 2 not run" in line
+        )
         assert json.loads((out / "status.json").read_text())["status"] == "cost_cap"
         assert (out / "summary.md").exists() and "react" in proc.stdout  # the tables so far
         runs.append(rows(out))
