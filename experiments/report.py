@@ -239,6 +239,18 @@ def scratch_dir(out_dir: Path) -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix=".planarena-copies-", dir=out_dir)
 
 
+def known_planners(df: pd.DataFrame) -> list[str]:
+    """The records' planners in order of first appearance."""
+    return list(map(str, pd.unique(df["planner"]))) if "planner" in df.columns else []
+
+
+def unknown_planners(order: Sequence[str] | None, df: pd.DataFrame) -> list[str]:
+    """The names of ``order`` (``--planner-order``) that no record's planner has: a typo
+    would otherwise be dropped silently and the table keep its default order."""
+    known = set(known_planners(df))
+    return [p for p in dict.fromkeys(order or ()) if p not in known]
+
+
 def warn_duplicates(df: pd.DataFrame) -> None:
     """Say loudly when merged records pool conditions into one table cell."""
     dups = duplicate_episodes(df)
@@ -293,12 +305,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--out is required when several DIRs are given")
         args.out = args.dirs[0]
     order = [p.strip() for p in args.planner_order.split(",")] if args.planner_order else None
+    order = [p for p in order if p] if order else None
     with scratch_dir(args.out) if args.parquet else nullcontext() as scratch:
         try:
             runs = read_runs(args.dirs, copies=Path(scratch) if scratch else None)
         except (FileNotFoundError, RecordsError) as exc:  # a missing or damaged file: one line
             parser.exit(2, f"planarena-report: {exc}\n")
         df = runs.frame
+        unknown = unknown_planners(order, df)
+        if unknown:
+            known = ", ".join(known_planners(df)) or "none"
+            parser.exit(
+                2,
+                f"planarena-report: --planner-order: no planner {', '.join(unknown)} in the "
+                f"records (planners: {known})\n",
+            )
         warn_duplicates(df)
         if args.parquet:
             write_episodes_parquet(runs, args.out)

@@ -200,3 +200,22 @@ def test_a_damaged_records_file_is_one_line_naming_file_and_line(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "episodes.jsonl:3" in err and "Traceback" not in err
+
+
+def test_an_unknown_planner_in_planner_order_is_one_line_naming_the_known_ones(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--planner-order react,foo``: a typo stops the report (exit 2, nothing written), the
+    message naming the planners the records have, instead of being dropped silently."""
+    out = tmp_path / "report"
+    with pytest.raises(SystemExit) as stop:
+        main([str(run_dir), "--planner-order", "react,foo", "--out", str(out)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "no planner foo" in err and "(planners: react, plan_execute_replan, dfs, mcts)" in err
+    assert not (out / "summary.md").exists()
+    # every name known (a trailing comma is no name): the order is applied
+    assert main([str(run_dir), "--planner-order", "dfs,react,", "--out", str(out)]) == 0
+    md = (out / "summary.md").read_text(encoding="utf-8")
+    assert md.index("| dfs ") < md.index("| react ")
