@@ -219,3 +219,31 @@ def test_an_unknown_planner_in_planner_order_is_one_line_naming_the_known_ones(
     assert main([str(run_dir), "--planner-order", "dfs,react,", "--out", str(out)]) == 0
     md = (out / "summary.md").read_text(encoding="utf-8")
     assert md.index("| dfs ") < md.index("| react ")
+
+
+def test_a_swept_key_a_run_does_not_override_is_the_value_that_run_used(tmp_path: Path) -> None:
+    """A default run beside one made with ``n_tasks=4 llm.skill=weak``: the default run's
+    ``config.n_tasks`` and ``llm.skill`` are its configured values (run.json, else
+    .hydra/config.yaml), written as an override writes them, not blank."""
+    import yaml
+
+    def make(name: str, overrides: list[str], config: dict[str, Any], file: str) -> None:
+        d = tmp_path / name
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+        if file == "run.json":
+            (d / "run.json").write_text(json.dumps({"config": config, "config_id": "x"}))
+        else:
+            (d / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+        record = {"planner": "react", "env": "report", "complexity": "simple", "task_id": "t"}
+        (d / "episodes.jsonl").write_text(json.dumps({**record, "seed": 0, "trial": 0}) + "\n")
+
+    make("a_default", [], {"n_tasks": 20, "llm": {"skill": "strong"}}, "run.json")
+    make("b_swept", ["n_tasks=4", "llm.skill=weak"], {"n_tasks": 4}, "run.json")
+    make("c_default", ["executor.parallel=true"], {"n_tasks": 7, "executor": {}}, "config.yaml")
+    df = load_runs([tmp_path / "a_default", tmp_path / "b_swept", tmp_path / "c_default"])
+    assert list(df["config.n_tasks"]) == ["20", "4", "7"]
+    assert list(df["llm.skill"]) == ["strong", "weak", ""]  # c's files do not record it
+    assert list(df["executor.parallel"]) == ["", "", "true"]  # no file of a or b has it
+    assert report.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
+    assert report._override_text([True, None, 0.5]) == "[true,null,0.5]"
