@@ -533,10 +533,8 @@ async def run_jobs(
     def record(job: Job, rec: EpisodeRecord, trace: dict[str, Any]) -> None:
         try:
             guard.check(rec)
-        except InfrastructureError:  # the endpoint is gone: recorded (it runs again on
-            writer.put(job.index, rec, trace)  # resume), and the job stops
-            raise
-        writer.put(job.index, rec, trace)
+        finally:  # a stop (the endpoint gone, the same error every time) still records the
+            writer.put(job.index, rec, trace)  # episode that showed it (it runs again on resume)
         bar.update(1)
 
     async def one(job: Job) -> None:

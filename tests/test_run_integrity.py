@@ -195,7 +195,10 @@ def test_the_same_harness_error_in_every_first_episode_stops_the_job(tmp_path: P
     cfg.planner = {"crash": {"_target_": "tests.test_run_integrity.AlwaysCrash"}}
     with pytest.raises(HarnessStop, match="KeyError"):
         run(cfg, tmp_path)
-    assert len(lines(tmp_path / "episodes.jsonl")) == 1  # the second was not written
+    # both recorded, as worker processes record them ("the first 2 failed", 2 saved; the
+    # second used to be dropped in one process); harness errors run again on resume
+    assert len(lines(tmp_path / "episodes.jsonl")) == 2
+    assert len(lines(tmp_path / "traces.jsonl")) == 2
 
 
 def test_a_job_with_harness_errors_exits_non_zero_with_a_summary(tmp_path: Path) -> None:
