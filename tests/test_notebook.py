@@ -1,7 +1,10 @@
-"""experiments/notebooks/analysis.ipynb runs headlessly on a fresh small run."""
+"""experiments/notebooks/analysis.ipynb runs headlessly on a fresh small run, and finds the
+run a relative PLANARENA_RUN names (experiments/notebook.py) though its kernel runs in the
+notebook's folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -11,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+from experiments import notebook
+from experiments.notebook import find_run
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "experiments" / "notebooks" / "analysis.ipynb"
 BIN = Path(sys.executable).parent
@@ -22,6 +25,8 @@ BIN = Path(sys.executable).parent
 def test_analysis_notebook_executes_on_a_small_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
     run = tmp_path / "run"
     cmd = [
         str(BIN / "planarena"),
@@ -78,3 +83,62 @@ def test_documented_nbconvert_command_executes_the_notebook(
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)
     html = (tmp_path / "analysis.html").read_text(encoding="utf-8")
     assert f"run: {small_run_dir}" in html and "Traceback" not in html
+
+
+@pytest.mark.slow  # a Jupyter kernel start
+def test_the_documented_command_finds_a_run_given_relative_to_the_repository(
+    small_run_dir: Path, tmp_path: Path
+) -> None:
+    """The README's command as typed, from the repository root with a relative
+    ``PLANARENA_RUN``: the kernel runs in experiments/notebooks/, the path still resolves."""
+    jupyter = BIN / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("jupyter (nbconvert, from the dev extra) is not installed")
+    repo = NOTEBOOK.parents[2]
+    relative = os.path.relpath(small_run_dir, repo)
+    cmd = [
+        str(jupyter),
+        "nbconvert",
+        "--to",
+        "html",
+        "--execute",
+        "experiments/notebooks/analysis.ipynb",
+        "--output-dir",
+        str(tmp_path),
+    ]
+    env = {**os.environ, "PLANARENA_RUN": relative, "PWD": str(repo)}
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env, cwd=repo)
+    html = (tmp_path / "analysis.html").read_text(encoding="utf-8")
+    assert f"run: {small_run_dir.resolve()}" in html and "Traceback" not in html
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checkout with one run, as experiments/notebook.py sees it."""
+    root = tmp_path / "repo"
+    (root / "results" / "runs" / "r1").mkdir(parents=True)
+    (root / "experiments" / "notebooks").mkdir(parents=True)
+    monkeypatch.setattr(notebook, "REPO_ROOT", root)
+    return root
+
+
+def test_a_relative_planarena_run_resolves_against_the_repository_root(repo: Path) -> None:
+    """The kernel's working directory is the notebook's folder (nbconvert starts it there):
+    ``PLANARENA_RUN=results/runs/r1`` typed at the repository root still names that run."""
+    kernel_cwd = repo / "experiments" / "notebooks"
+    run = repo / "results" / "runs" / "r1"
+    environ = {"PLANARENA_RUN": "results/runs/r1"}
+    assert find_run(environ, cwd=kernel_cwd) == run
+    # typed in another directory of the checkout: relative to it ($PWD, the shell's)
+    environ = {"PLANARENA_RUN": "runs/r1", "PWD": str(repo / "results")}
+    assert find_run(environ, cwd=kernel_cwd) == run
+    assert find_run({"PLANARENA_RUN": str(run)}, cwd=kernel_cwd) == run  # absolute: as is
+    with pytest.raises(FileNotFoundError, match="PLANARENA_RUN=results/runs/r2: no such run"):
+        find_run({"PLANARENA_RUN": "results/runs/r2"}, cwd=kernel_cwd)
+
+
+def test_the_notebook_finds_its_run_with_the_tested_helper() -> None:
+    source = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    setup = "".join(next(c for c in source["cells"] if c.get("id") == "setup")["source"])
+    assert "from experiments.notebook import find_run" in setup
+    assert "def find_run" not in setup and "RUN = find_run()" in setup
