@@ -4,7 +4,7 @@ Every document is generated deterministically from the small tables below (stati
 Taipei, crags, routes, grades, seasons, access) with templated English sentences. The crags,
 routes and their facts are fictional; the stations are only place names. The generated
 corpus is shipped as ``envs/data/rag_climbing.jsonl`` (``python -m envs.rag_corpus`` rewrites
-it; a test checks the file matches this module).
+it, ``--help`` for its options; a test checks the file matches this module).
 
 Kinds of document (``kind``): ``nearest_crag`` (a station guide naming the nearest open crag),
 ``beginner_routes`` (a crag's easiest route and its grade), ``season``, ``access``, ``route``
@@ -16,7 +16,9 @@ beginner-route page. That is the retrieval trap.
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -411,14 +413,53 @@ GENERAL: tuple[tuple[str, str], ...] = (
 )
 
 
+def _line(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n"
+
+
 def write_corpus(path: Path = DATA_FILE) -> int:
     docs = build_corpus()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
         for doc in docs:
-            fh.write(json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n")
+            fh.write(_line(doc))
     return len(docs)
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m envs.rag_corpus [--out PATH] [--check]``: rewrite (or check) the corpus."""
+    parser = argparse.ArgumentParser(
+        prog="python -m envs.rag_corpus",
+        description="Generate the rag env's climbing-guide corpus from the tables in "
+        "envs/rag_corpus.py and write it as JSON lines (deterministic: the shipped file is "
+        "rewritten byte for byte unless this module changed).",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DATA_FILE,
+        help=f"where to write the corpus (default: {DATA_FILE})",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if --out differs from what this module generates",
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        expected = "".join(_line(doc) for doc in build_corpus())
+        try:
+            current = args.out.read_text(encoding="utf-8")
+        except OSError:
+            current = None
+        if current != expected:
+            print(f"{args.out} differs from the generated corpus (rewrite it with {parser.prog})")
+            return 1
+        print(f"{args.out} matches the generated corpus")
+        return 0
+    print(f"wrote {write_corpus(args.out)} documents to {args.out}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(f"wrote {write_corpus()} documents to {DATA_FILE}")
+    raise SystemExit(main())

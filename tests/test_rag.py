@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from envs import clock
+from envs import clock, rag_corpus
 from envs.rag import (
     SLOTS,
     RagEnv,
@@ -62,6 +65,36 @@ def test_shipped_corpus_is_the_generated_one() -> None:
     assert shipped == json.loads(json.dumps(build_corpus()))
     assert 150 <= len(shipped) <= 400
     assert len({d["doc_id"] for d in shipped}) == len(shipped)
+
+
+def test_the_corpus_cli_has_help_and_writes_only_where_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m envs.rag_corpus --help`` prints usage and writes nothing (it used to ignore
+    its arguments and rewrite the shipped file); ``--out`` writes elsewhere, ``--check``
+    compares."""
+    before = (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns)
+    repo = Path(__file__).resolve().parents[1]
+    for args in (["--help"], ["--bogus"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "envs.rag_corpus", *args],
+            capture_output=True,
+            text=True,
+            cwd=repo,
+            timeout=60,
+        )
+        assert proc.returncode == (0 if args == ["--help"] else 2), proc.stderr
+        assert "usage: python -m envs.rag_corpus" in proc.stdout + proc.stderr
+    assert (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns) == before
+    out = tmp_path / "corpus.jsonl"
+    assert rag_corpus.main(["--out", str(out)]) == 0
+    assert out.read_bytes() == DATA_FILE.read_bytes()
+    assert rag_corpus.main(["--check"]) == 0
+    out.write_text("{}\n", encoding="utf-8")
+    assert rag_corpus.main(["--check", "--out", str(out)]) == 1
+    assert out.read_text(encoding="utf-8") == "{}\n"  # --check writes nothing
+    assert (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns) == before
+    assert "differs" in capsys.readouterr().out
 
 
 def test_trap_ranks_first_for_a_vague_query_and_not_for_a_precise_one() -> None:
