@@ -162,11 +162,13 @@ def load_trace(
         raise FileNotFoundError(f"no traces.jsonl in {run_dir} (was write_traces=false?)")
     matches: list[tuple[Path, dict[str, Any]]] = []
     task_ids: set[str] = set()
+    ran: dict[str, set[int]] = {}  # the task's planners and their trials, to suggest
     for f in files:
         for doc in _read_jsonl(f):
             task_ids.add(str(doc.get("task_id")))
             if doc.get("task_id") != task_id:
                 continue
+            ran.setdefault(str(doc.get("planner")), set()).add(int(doc.get("trial", 0)))
             if planner is not None and doc.get("planner") != planner:
                 continue
             if trial is not None and int(doc.get("trial", 0)) != trial:
@@ -176,7 +178,13 @@ def load_trace(
         if task_id not in task_ids:
             known = ", ".join(sorted(task_ids)[:10])
             raise LookupError(f"task {task_id!r} not in {run_dir}; tasks include: {known}")
-        raise LookupError(f"no episode of {task_id!r} with planner={planner} trial={trial}")
+        asked = " ".join(
+            f"--{k} {v}" for k, v in (("planner", planner), ("trial", trial)) if v is not None
+        )
+        options = "; ".join(
+            f"{p} (trial {', '.join(map(str, sorted(t)))})" for p, t in sorted(ran.items())
+        )
+        raise LookupError(f"no episode of {task_id!r} with {asked}; it ran with: {options}")
     if len(matches) > 1:
         # (one planner and one trial in one job is a single match: no --planner needed)
         jobs = {f for f, _ in matches}
@@ -809,7 +817,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trial", type=int, default=None, help="needed when trials > 1")
     parser.add_argument("--format", choices=FORMATS, default="png")
     parser.add_argument(
-        "--out", type=Path, default=None, help="default: RUN_DIR/trace_views/<task>__<planner>"
+        "--out",
+        type=Path,
+        default=None,
+        help="default: <task>__<planner>__trial<N>.<format> in RUN_DIR/trace_views/",
     )
     return parser
 

@@ -51,6 +51,11 @@ def test_default_output_goes_under_the_run_dir(
     out = Path(capsys.readouterr().out.strip())
     assert out == run_dir / "trace_views" / "report-simple-0000__react__trial0.png"
     assert out.stat().st_size > 0
+    # --help names that default as it is (it said <task>__<planner>, without the trial)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "default: <task>__<planner>__trial<N>.<format> in RUN_DIR/trace_views/" in shown
 
 
 def test_ambiguous_or_unknown_episodes_exit_with_the_choices(
@@ -64,6 +69,15 @@ def test_ambiguous_or_unknown_episodes_exit_with_the_choices(
     with pytest.raises(SystemExit):
         main([str(run_dir), "no-such-task"])
     assert "tasks include" in capsys.readouterr().err
+    # a planner (or trial) the task did not run with: the ones it ran with, and their trials
+    for wrong in (["--planner", "dfz"], ["--planner", "react", "--trial", "1"]):
+        with pytest.raises(SystemExit) as exc:
+            main([str(run_dir), "report-simple-0000", *wrong])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert f"with {' '.join(wrong)};" in err, err
+        ran = "dfs (trial 0); mcts (trial 0); plan_execute_replan (trial 0); react (trial 0)"
+        assert f"it ran with: {ran}" in err, err
 
 
 def test_search_planners_show_their_tree(run_dir: Path) -> None:
