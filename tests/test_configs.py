@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,18 @@ def test_every_skill_field_can_be_overridden_from_the_command_line() -> None:
     assert set(cfg.llm.skill_overrides) == fields
     profile = skill_profile(OmegaConf.to_container(cfg.llm))
     assert profile.p_trap == 0.4 and profile.p_correct == 0.97
+
+
+def test_help_lists_every_config_group_the_readme_names() -> None:
+    """``planarena --help`` lists planner, env, llm, faults, experiment and hydra/launcher
+    (Hydra's default template shows the launchers only under ``--hydra-help``)."""
+    planarena = Path(sys.executable).parent / "planarena"
+    proc = subprocess.run(
+        [str(planarena), "--help"], capture_output=True, text=True, timeout=120, check=True
+    )
+    groups = proc.stdout.split("== Config ==")[0]
+    for group in ("planner", "env", "llm", "faults", "experiment"):
+        assert f"\n{group}: " in groups
+    launchers = groups.split("\nhydra/launcher: ")[1].split("\n")[0].split(", ")
+    assert {"basic", *options("hydra/launcher")} <= set(launchers)  # ours: local, ray_local, ...
+    assert "react" in groups and "n_tasks: 20" in proc.stdout  # the composed config follows
