@@ -27,6 +27,7 @@ them, writes the answer the grader reads.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from envs.base import (
     COMPLEXITIES,
@@ -251,85 +260,162 @@ class FamilyDecl(_Strict):
             raise ValueError("must be an identifier (letters, digits, underscores)")
         return value
 
-    @field_validator("sizes")
-    @classmethod
-    def _all_sizes(cls, value: dict[str, SizeDecl]) -> dict[str, SizeDecl]:
-        missing = [c for c in COMPLEXITIES if c not in value]
-        if missing:
-            raise ValueError(f"needs an entry for every complexity, missing {missing}")
-        return value
-
     @model_validator(mode="after")
-    def _references(self) -> FamilyDecl:
-        """Cross-references: every tool, template and fault field named exists."""
-        problems: list[tuple[str, str]] = []
-        tools = self.tools
-        for name, t in tools.items():
-            if not _IDENT.match(name):
-                problems.append((f"tools.{name}", "a tool name must be an identifier"))
-            if t.fallback is not None:
-                fb = tools.get(t.fallback)
-                if fb is None:
-                    problems.append(
-                        (f"tools.{name}.fallback", f"a declared tool, not {t.fallback!r}")
-                    )
-                elif fb.serves != name:
-                    problems.append(
-                        (f"tools.{t.fallback}.serves", f"{name!r} (it is {name}'s fallback)")
-                    )
-            if t.serves is not None and t.serves not in tools:
-                problems.append((f"tools.{name}.serves", f"a declared tool, not {t.serves!r}"))
-            for kind, fd in t.faults.items():
-                props = t.args.get("properties", {})
-                for a in fd.args_key or []:
-                    if a not in props:
-                        problems.append(
-                            (f"tools.{name}.faults.{kind}.args_key", f"args of {name}, not {a!r}")
-                        )
-        answer = tools.get(self.answer.tool)
-        if answer is None or answer.kind != "answer":
-            problems.append(("answer.tool", "a declared tool with kind: answer"))
-        elif self.answer.arg not in answer.args.get("properties", {}):
-            problems.append(("answer.arg", f"an argument of {self.answer.tool}"))
-        for tname, node in self.templates.items():
-            for i, way in enumerate(node.ways):
-                if way.tool not in tools:
-                    problems.append(
-                        (f"templates.{tname}.ways[{i}].tool", f"a declared tool, not {way.tool!r}")
-                    )
-            for i, trap in enumerate(node.traps):
-                if trap.tool is not None and trap.tool not in tools:
-                    problems.append(
-                        (
-                            f"templates.{tname}.traps[{i}].tool",
-                            f"a declared tool, not {trap.tool!r}",
-                        )
-                    )
-        default = next(iter(self.templates))
-        for c, size in self.sizes.items():
-            for i, layer in enumerate(size.layers):
-                if (layer.node or default) not in self.templates:
-                    problems.append(
-                        (f"sizes.{c}.layers[{i}].node", f"one of {sorted(self.templates)}")
-                    )
+    def _references(self, info: ValidationInfo) -> FamilyDecl:
+        """Cross-references (:func:`reference_problems`); :func:`load_declaration` defers
+        them (context ``defer_references``) to report them with every other problem."""
+        if info.context and info.context.get(_DEFER):
+            return self
+        problems = reference_problems(self.model_dump())
         if problems:
-            raise ValueError("; ".join(f"{k}: expected {v}" for k, v in problems))
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in problems))
         return self
 
 
-def _format_validation(path: str, exc: ValidationError) -> str:
+_DEFER = "defer_references"
+
+
+def _as_map(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def reference_problems(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The cross-field problems of a family, as (key, what was expected): a size for every
+    complexity, and every tool, template, fallback and fault field named exists.
+
+    ``data`` is a validated declaration's dump or, when fields failed validation, the file's
+    raw mapping (shorthand nodes, bare layers and defaults read as the model reads them;
+    parts of the wrong type are skipped: their field errors name them), so these problems are
+    reported together with the field errors."""
+    problems: list[tuple[str, str]] = []
+    sizes = data.get("sizes")
+    if isinstance(sizes, dict):
+        missing = [c for c in COMPLEXITIES if c not in sizes]
+        if missing:
+            problems.append(("sizes", f"needs an entry for every complexity, missing {missing}"))
+    tools = _as_map(data.get("tools"))
+    for name, t in tools.items():
+        t = _as_map(t)
+        if not _IDENT.match(str(name)):
+            problems.append((f"tools.{name}", "expected a tool name that is an identifier"))
+        fallback = t.get("fallback")
+        if fallback is not None:
+            fb = tools.get(fallback)
+            if not isinstance(fb, dict):
+                problems.append(
+                    (f"tools.{name}.fallback", f"expected a declared tool, not {fallback!r}")
+                )
+            elif fb.get("serves") != name:
+                problems.append(
+                    (f"tools.{fallback}.serves", f"expected {name!r} (it is {name}'s fallback)")
+                )
+        serves = t.get("serves")
+        if serves is not None and serves not in tools:
+            problems.append((f"tools.{name}.serves", f"expected a declared tool, not {serves!r}"))
+        faults = t.get("faults")
+        if isinstance(faults, list):
+            faults = {k: {} for k in faults if isinstance(k, str)}
+        props = _as_map(_as_map(t.get("args")).get("properties"))
+        for kind, fd in _as_map(faults).items():
+            for a in _as_list(_as_map(fd).get("args_key")):
+                if a not in props:
+                    problems.append(
+                        (
+                            f"tools.{name}.faults.{kind}.args_key",
+                            f"expected args of {name}, not {a!r}",
+                        )
+                    )
+    answer = _as_map(data.get("answer"))
+    if "answer" in data and isinstance(data["answer"], dict):
+        tool = tools.get(answer.get("tool"))
+        arg = answer.get("arg", "items")
+        if not isinstance(tool, dict) or tool.get("kind", "lookup") != "answer":
+            problems.append(("answer.tool", "expected a declared tool with kind: answer"))
+        elif arg not in _as_map(_as_map(tool.get("args")).get("properties")):
+            problems.append(("answer.arg", f"expected an argument of {answer.get('tool')}"))
+    templates = _as_map(data.get("templates"))
+    for tname, node in templates.items():
+        node = _as_map(node)
+        ways = (
+            node.get("ways")
+            if "ways" in node
+            else [{"tool": node.get("tool")}]
+            if "tool" in node
+            else []
+        )
+        for i, way in enumerate(_as_list(ways)):
+            tool = _as_map(way).get("tool")
+            if isinstance(way, dict) and tool not in tools:
+                problems.append(
+                    (f"templates.{tname}.ways[{i}].tool", f"expected a declared tool, not {tool!r}")
+                )
+        for i, trap in enumerate(_as_list(node.get("traps"))):
+            tool = _as_map(trap).get("tool")
+            if tool is not None and tool not in tools:
+                problems.append(
+                    (
+                        f"templates.{tname}.traps[{i}].tool",
+                        f"expected a declared tool, not {tool!r}",
+                    )
+                )
+    if templates:
+        default = next(iter(templates))
+        for c, size in _as_map(sizes).items():
+            for i, layer in enumerate(_as_list(_as_map(size).get("layers"))):
+                name = _as_map(layer).get("node") or default
+                if name not in templates:
+                    problems.append(
+                        (f"sizes.{c}.layers[{i}].node", f"expected one of {sorted(templates)}")
+                    )
+    return problems
+
+
+def _validation_problems(exc: ValidationError) -> list[str]:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
         msg = err["msg"].removeprefix("Value error, ")
         value = err.get("input")
         shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
-        lines.append(f"{path}: {loc or '<top>'}: {msg}{shown}")
-    return "\n".join(lines)
+        lines.append(f"{loc or '<top>'}: {msg}{shown}")
+    return lines
+
+
+def _without_invalid_fields(raw: dict[str, Any], exc: ValidationError) -> FamilyDecl | None:
+    """A declaration of ``raw`` with the fields that failed validation removed (each error's
+    deepest key that the file has: a default, if any, takes its place), for the template
+    dry run to find the problems the field errors would hide; None if none validates."""
+    data = copy.deepcopy(raw)
+    for _ in range(100):  # one removal a round: list indices stay right
+        parent: Any = None
+        key: Any = None
+        node: Any = data
+        for part in exc.errors()[0]["loc"]:
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            if not (in_dict or in_list):
+                break
+            parent, key, node = node, part, node[part]
+        if parent is None:  # the error is the file's own (a required key is missing)
+            return None
+        del parent[key]
+        try:
+            return FamilyDecl.model_validate(data, context={_DEFER: True})
+        except ValidationError as again:
+            exc = again
+    return None
 
 
 def load_declaration(path: str | Path) -> FamilyDecl:
-    """Read and validate a family file; raises :class:`FamilyError` naming file and key."""
+    """Read and validate a family file; raises :class:`FamilyError` naming, for every
+    problem found, the file, the key and what was expected (one line each): the fields'
+    errors, the cross-references (:func:`reference_problems`) and the template errors of a
+    dry run of every complexity (on the fields that did validate). A template error ends its
+    complexity's dry run, so two in one complexity are reported one after the other."""
     p = Path(path)
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
@@ -341,20 +427,41 @@ def load_declaration(path: str | Path) -> FamilyDecl:
         raise FamilyError(
             f"{p}: <top>: expected a mapping of family keys, got {type(raw).__name__}"
         )
+    problems: list[str] = []
+    decl: FamilyDecl | None
     try:
-        decl = FamilyDecl.model_validate(raw)
+        decl = FamilyDecl.model_validate(raw, context={_DEFER: True})
+        references = reference_problems(decl.model_dump())
     except ValidationError as exc:
-        raise FamilyError(_format_validation(str(p), exc)) from None
-    # dry-run every complexity so a template error (an unknown {var}, a ref to a missing
-    # field) is reported now, naming the key, not in the middle of a run
+        problems += _validation_problems(exc)
+        references = reference_problems(raw)
+        decl = _without_invalid_fields(raw, exc)
+    problems += [f"{k}: {v}" for k, v in references]
+    if decl is not None:
+        problems += _dry_run_problems(decl, quiet=bool(problems))
+    if problems:
+        raise FamilyError("\n".join(f"{p}: {line}" for line in dict.fromkeys(problems)))
+    assert decl is not None
+    return decl
+
+
+def _dry_run_problems(decl: FamilyDecl, *, quiet: bool) -> list[str]:
+    """Generate one task of every complexity the file sizes, so a template error (an unknown
+    {var}, a ref to a missing field) is reported now, naming the key, not in the middle of a
+    run. With ``quiet`` (other problems found) a failure that is not a template error is
+    taken for their consequence and left out."""
+    out: list[str] = []
     for c in COMPLEXITIES:
+        if c not in decl.sizes:
+            continue  # reference_problems: sizes needs an entry for every complexity
         try:
             generate(decl, 1, seed=0, complexity=c, unreachable_rate=1.0)
         except _TemplateError as exc:
-            raise FamilyError(f"{p}: {exc}") from None
+            out.append(str(exc))
         except (ValueError, TypeError, KeyError, IndexError) as exc:  # a shape we did not foresee
-            raise FamilyError(f"{p}: sizes.{c}: cannot generate a task: {exc!r}") from None
-    return decl
+            if not quiet:
+                out.append(f"sizes.{c}: cannot generate a task: {exc!r}")
+    return out
 
 
 # --------------------------------------------------------------------------- templates

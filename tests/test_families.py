@@ -295,6 +295,65 @@ def test_a_malformed_family_names_the_file_the_key_and_what_was_expected(
     assert str(path) in text and key in text and expected in text, text
 
 
+def _median_fast(r: dict[str, Any]) -> None:
+    r["tools"]["open_page"]["latency"].update(median_s="fast")
+
+
+def _colour_typo(r: dict[str, Any]) -> None:
+    r["templates"]["product"]["result"].update(title="{colour}")
+
+
+def _no_complex(r: dict[str, Any]) -> None:
+    r["sizes"].pop("complex")
+
+
+def _undeclared_fallback(r: dict[str, Any]) -> None:
+    r["tools"]["open_page"].update(fallback="open_mirror")
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        (  # a field error and a template error
+            [_median_fast, _colour_typo],
+            [
+                ("tools.open_page.latency.median_s", "valid number"),
+                ("templates.product.result.title", "unknown variable {colour}"),
+            ],
+        ),
+        (  # two cross-field errors
+            [_no_complex, _undeclared_fallback],
+            [("sizes", "every complexity"), ("tools.open_page.fallback", "a declared tool")],
+        ),
+        (  # all four at once
+            [_median_fast, _colour_typo, _no_complex, _undeclared_fallback],
+            [
+                ("tools.open_page.latency.median_s", "valid number"),
+                ("templates.product.result.title", "unknown variable {colour}"),
+                ("sizes", "every complexity"),
+                ("tools.open_page.fallback", "a declared tool"),
+            ],
+        ),
+    ],
+)
+def test_a_family_with_several_errors_reports_every_one(
+    tmp_path: Path, edits: list[Any], expected: list[tuple[str, str]]
+) -> None:
+    """One message, one line per problem, each naming the file, the key and what was
+    expected (the loader used to stop at the first: pydantic's field errors hid the
+    cross-field checks and the template dry run)."""
+    path = _write(tmp_path, "broken.yaml", lambda r: [edit(r) for edit in edits])
+    with pytest.raises(FamilyError) as err:
+        load_declaration(path)
+    lines = str(err.value).splitlines()
+    assert len(lines) == len(expected), lines
+    for key, what in expected:
+        assert any(line.startswith(f"{path}: {key}: ") and what in line for line in lines), (
+            key,
+            lines,
+        )
+
+
 def test_a_file_that_is_not_yaml_or_absent_is_refused_by_name(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: [unclosed\n")
