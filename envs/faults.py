@@ -29,7 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envs import clock
 from envs.rng import KeyedDraws
-from envs.tools import CallCounter, Toolbox, ToolboxWrapper, ToolError, args_key
+from envs.tools import (
+    CallCounter,
+    FaultedResult,
+    Toolbox,
+    ToolboxWrapper,
+    ToolError,
+    args_key,
+)
 
 Scope = Literal["call", "episode", "args", "window"]
 
@@ -114,7 +121,9 @@ class _ServiceUp(Mapping[str, bool]):
 
 
 class FaultInjector(ToolboxWrapper):
-    """Raises injected :class:`ToolError` s before the inner tool runs, per the rules."""
+    """Raises injected :class:`ToolError` s before the inner tool runs, per the rules; a
+    ``wrong_result`` returns the inner result altered, as a :class:`FaultedResult` (so the
+    call log marks the call injected). ``injected`` counts both."""
 
     def __init__(
         self, inner: Toolbox, rules: Sequence[FaultRule], *, seed_keys: tuple[object, ...]
@@ -232,8 +241,11 @@ class FaultInjector(ToolboxWrapper):
                 hit = streak < rule.max_consecutive and draw < rule.rate
                 self._streak[streak_key] = streak + 1 if hit else 0
             if hit and rule.kind == "wrong_result":
+                # counted once the call has returned: a call the tool itself refuses (a
+                # not_found) raises its own, not injected, error and delivers no fault.
+                # Returned normally, marked so the call log records it as injected.
+                result = FaultedResult(await self.inner.call(name, args), fault_kind=rule.kind)
                 self.injected += 1
-                result = dict(await self.inner.call(name, args))
                 for field_name in rule.corrupt_fields:
                     if field_name in result:
                         result[field_name] = None

@@ -51,6 +51,18 @@ class ToolError(Exception):
         return f"ERROR {self.kind}: {self.message}"
 
 
+class FaultedResult(dict[str, Any]):
+    """A result a fault wrapper altered but returned normally (a "200 but wrong" payload).
+
+    The agent sees an ordinary observation dict; :class:`CallLog` marks the call injected,
+    with ``fault_kind`` as its ``error_kind``, and hands the agent a plain ``dict`` copy.
+    """
+
+    def __init__(self, data: Mapping[str, Any], *, fault_kind: str) -> None:
+        super().__init__(data)
+        self.fault_kind = fault_kind
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """What a planner may know about a tool."""
@@ -102,8 +114,8 @@ class ToolCallRecord:
     t_start: float
     t_end: float
     ok: bool
-    error_kind: str | None = None
-    injected: bool = False
+    error_kind: str | None = None  # the ToolError's kind; on an ok call, the injected fault's
+    injected: bool = False  # a fault was injected (raised, or an ok call's altered result)
     result: Any = None
 
 
@@ -262,6 +274,10 @@ class CallLog(ToolboxWrapper):
         try:
             result = await self.inner.call(name, args)
             record.ok = True
+            if isinstance(result, FaultedResult):  # returned ok, but a fault altered it
+                record.injected = True
+                record.error_kind = result.fault_kind
+                result = dict(result)
             record.result = result
             return result
         except ToolError as err:

@@ -1308,13 +1308,23 @@ def robustness(
 def first_recovery_time(tool_calls: Iterable[Mapping[str, Any]]) -> float:
     """Simulated seconds from the end of an episode's first injected fault to the end of the
     next successful tool call (any tool); NaN when no fault was injected or nothing succeeded
-    after it. ``tool_calls`` are the trace's ``{t0, t1, ok, injected, ...}`` rows."""
+    after it. ``tool_calls`` are the trace's ``{t0, t1, ok, injected, ...}`` rows.
+
+    A fault is any injected call, including one that returned ok with a wrong payload
+    (``wrong_result``: ``ok`` and ``injected``); a success is an ok call that was not itself
+    injected, so a "200 but wrong" call neither recovers from a fault nor from itself. Every
+    episode whose record has ``faults_injected > 0`` has an injected call here, so the cells'
+    ``n_faulted`` match :func:`summarize`'s."""
     calls = [c for c in tool_calls if isinstance(c.get("t1"), int | float)]
-    faults = [float(c["t1"]) for c in calls if c.get("injected") and not c.get("ok")]
+    faults = [float(c["t1"]) for c in calls if c.get("injected")]
     if not faults:
         return math.nan
     first = min(faults)
-    after = [float(c["t1"]) for c in calls if c.get("ok") and float(c["t1"]) > first]
+    after = [
+        float(c["t1"])
+        for c in calls
+        if c.get("ok") and not c.get("injected") and float(c["t1"]) > first
+    ]
     return min(after) - first if after else math.nan
 
 

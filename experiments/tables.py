@@ -449,8 +449,9 @@ def recovery_table(df: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame:
 
 
 def recovery_time_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Simulated seconds from the first injected fault to the next successful tool call
-    (median, P90) per cell, read from the runs' ``traces.jsonl`` (empty without traces)."""
+    """Simulated seconds from the first injected fault (a ``wrong_result`` that returned ok
+    included) to the next successful, not injected, tool call (median, P90) per cell, read
+    from the runs' ``traces.jsonl`` (empty without traces)."""
     if "run_dir" not in df.columns:
         return pd.DataFrame()
     times = time_to_recover(df, read_recovery_times(pd.unique(df["run_dir"])))
@@ -641,7 +642,9 @@ def write_summaries(
                 "Time to recover",
                 "Simulated seconds from the end of an episode's first injected fault to the end "
                 "of its next successful tool call (any tool), over episodes with an injected "
-                "fault (n_faulted; n_resumed had a later success). Conditional on faults the "
+                "fault (n_faulted, the same episodes as Conditional recovery's; cells without "
+                "one are left out; n_resumed had a later success). A 200-but-wrong result "
+                "(wrong_result) is a fault, not a success. Conditional on faults the "
                 "planner's own calls met.",
                 recover_time,
             ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +310,97 @@ def test_a_call_scoped_fault_is_keyed_by_the_whole_call_whatever_rules_precede_i
     # two different calls: each meets its own first fault of the burst
     assert kinds([burst]) == ["http_503", "http_503"]
     assert kinds([never, burst]) == ["http_503", "http_503"]
+
+
+def test_a_wrong_result_is_logged_as_an_injected_call_that_returned_ok() -> None:
+    """A "200 but wrong" fault returns normally: the call log still marks it injected, with
+    its kind, and the agent gets a plain dict. Drawn for a call the tool itself refuses (a
+    not_found), it delivers no fault and is not counted."""
+    task = tasks("simple", n=1)[0]
+    doc = ReportWorld(task).branches[0].report_doc
+    wrong = FaultRule(kind="wrong_result", tools=["extract_data"], rate=1.0, max_consecutive=1000)
+    et = ReportEnv().make_tools(task, rules=[wrong], seed_keys=(0, task.task_id))
+    result = run(et.toolbox.call("extract_data", {"doc_id": doc}))
+    assert type(result) is dict and result["revenue"] is None
+    with pytest.raises(ToolError) as info:
+        run(et.toolbox.call("extract_data", {"doc_id": "guess"}))
+    assert info.value.kind == "not_found" and not info.value.injected
+    calls = [(c.ok, c.injected, c.error_kind) for c in et.log.records]
+    assert calls == [(True, True, "wrong_result"), (False, False, "not_found")]
+    assert et.faults.injected == 1
+
+
+@functools.cache
+def _default_fault_episodes() -> list[tuple[Any, dict[str, Any]]]:
+    """Pipeline episodes (react and plan_execute_replan, 10 simple and 10 medium tasks) under
+    the default faults, as a default run makes them: (record, trace) pairs."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from experiments.episode import simulate
+    from planners.llm.profiles import SKILLS
+
+    root = Path(__file__).resolve().parents[1]
+    env = instantiate(OmegaConf.load(root / "configs" / "env" / "pipeline.yaml"))
+    faults = FaultConfig(
+        **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/default.yaml"))
+    )
+    out = []
+    for complexity in ("simple", "medium"):
+        for task in env.generate(
+            10, seed=0, complexity=complexity, unreachable_rate=faults.unreachable_rate
+        ):
+            for planner in ("react", "plan_execute_replan"):
+                config = OmegaConf.load(root / "configs" / "planner" / f"{planner}.yaml")
+                out.append(
+                    simulate(
+                        planner,
+                        instantiate(config),
+                        env,
+                        task,
+                        skill=SKILLS["strong"],
+                        rules=faults.rules,
+                        faults_label="default",
+                    )
+                )
+    return out
+
+
+def test_the_trace_marks_every_fault_the_record_counts() -> None:
+    """Per episode, the trace's injected tool calls are exactly the record's faults_injected,
+    under the default faults, "200 but wrong" results (ok, injected, error_kind
+    wrong_result) included; pipeline-medium-0007 also draws a wrong_result for a call that
+    ends in the world's own not_found, which is no fault."""
+    returned_ok = 0
+    for record, trace in _default_fault_episodes():
+        injected = [c for c in trace["tool_calls"] if c["injected"]]
+        assert len(injected) == record.faults_injected, (record.planner, record.task_id)
+        ok = [c["error_kind"] for c in injected if c["ok"]]
+        assert set(ok) <= {"wrong_result"}
+        returned_ok += len(ok)
+    assert returned_ok >= 3  # the default rates do inject wrong results here
+
+
+def test_time_to_recover_counts_the_faulted_episodes_conditional_recovery_counts(
+    tmp_path: Path,
+) -> None:
+    """summary.md's Time to recover (read from traces.jsonl) and Conditional recovery (from
+    the records' faults_injected) count the same faulted episodes in every cell; a cell
+    with none is left out of Time to recover."""
+    import json
+
+    import pandas as pd
+
+    from experiments.metrics import summarize
+    from experiments.tables import recovery_time_table
+
+    pairs = _default_fault_episodes()
+    (tmp_path / "traces.jsonl").write_text(
+        "".join(json.dumps(trace, sort_keys=True) + "\n" for _, trace in pairs)
+    )
+    df = pd.DataFrame([{**r.model_dump(), "run_dir": str(tmp_path)} for r, _ in pairs])
+    keys = ["planner", "env", "complexity"]
+    conditional = summarize(df).set_index(keys)["n_faulted"]
+    recover = recovery_time_table(df).set_index(keys)["n_faulted"]
+    assert conditional.sum() > 0 and set(recover.index) <= set(conditional.index)
+    assert recover.reindex(conditional.index, fill_value=0).to_dict() == conditional.to_dict()

@@ -369,6 +369,69 @@ def test_time_from_first_fault_to_next_success_by_hand(tmp_path: Path) -> None:
     assert (table["n_faulted"], table["n_resumed"], table["recover_s_p50"]) == (2, 1, 2.5)
 
 
+def test_a_wrong_result_is_a_fault_in_both_recovery_tables(tmp_path: Path) -> None:
+    """A "200 but wrong" call (ok and injected) is a fault, not a success: time to recover
+    runs from its end to the next ok call that was not itself injected, and the Time to
+    recover table counts its episode in n_faulted as Conditional recovery does (by the
+    record's faults_injected), cell by cell."""
+    from experiments.metrics import first_recovery_time
+
+    wrong = [
+        {"t0": 0.0, "t1": 1.0, "ok": True, "injected": False},
+        {"t0": 1.0, "t1": 2.0, "ok": True, "injected": True, "error_kind": "wrong_result"},
+        {"t0": 2.0, "t1": 3.0, "ok": True, "injected": True, "error_kind": "wrong_result"},
+        {"t0": 3.0, "t1": 5.0, "ok": True, "injected": False},  # the recovery: 5 - 2
+    ]
+    raised = [
+        {"t0": 0.0, "t1": 0.5, "ok": False, "injected": True, "error_kind": "http_503"},
+        {"t0": 0.5, "t1": 1.5, "ok": True, "injected": False},
+    ]
+    clean = [{"t0": 0.0, "t1": 1.0, "ok": True, "injected": False}]
+    assert first_recovery_time(wrong) == 3.0
+    assert math.isnan(first_recovery_time(wrong[:3]))  # a wrong result does not recover
+    run = tmp_path / "run"
+    run.mkdir()
+    # (planner, task, complexity, trace calls, success); faults_injected = injected calls
+    episodes = [
+        ("a", "t0", "simple", wrong, True),
+        ("a", "t1", "simple", raised, False),
+        ("a", "t2", "simple", clean, True),
+        ("a", "t3", "medium", wrong[:2], False),  # only a wrong result: faulted, not resumed
+        ("a", "t4", "medium", clean, True),
+        ("b", "t0", "simple", clean, True),
+        ("b", "t1", "simple", wrong, True),
+    ]
+    docs, rows = [], []
+    for planner, task, complexity, calls, ok in episodes:
+        docs.append({"planner": planner, "task_id": task, "trial": 0, "tool_calls": calls})
+        rows.append(
+            record(
+                planner,
+                task,
+                ok,
+                complexity=complexity,
+                faults_injected=sum(c["injected"] for c in calls),
+                run_dir=str(run),
+            )
+        )
+    (run / "traces.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    write_summaries(pd.DataFrame(rows), tmp_path, n_boot=50)
+    md = (tmp_path / "summary.md").read_text()
+
+    def n_faulted(section: str, column: str) -> dict[tuple[str, str], int]:
+        lines = md.split(f"## {section}\n")[1].split("\n## ")[0].splitlines()
+        table = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines if "|" in ln]
+        head = table[0]
+        return {
+            (r[head.index("planner")], r[head.index("complexity")]): int(r[head.index(column)])
+            for r in table[2:]
+        }
+
+    conditional = n_faulted("Conditional recovery", "faulted episodes")
+    assert conditional == {("a", "simple"): 2, ("a", "medium"): 1, ("b", "simple"): 1}
+    assert n_faulted("Time to recover", "n_faulted") == conditional
+
+
 def test_runs_without_overrides_or_exposure_merge_cleanly() -> None:
     df = two_seed_frame()
     df["overrides"] = ["llm.skill=weak" if i < 4 else math.nan for i in range(len(df))]
