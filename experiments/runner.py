@@ -651,7 +651,8 @@ def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
                 raise ConfigError(describe(cause, f"{group}.{name}")) from None
             if isinstance(cause, ParamError):  # an env's range check: "key=value: allowed"
                 raise ConfigError(f"{group}.{name}.{cause}") from None
-            text = " ".join(str(cause).split())
+            # one line: a message's own lines (a family file's every problem) joined by "; "
+            text = "; ".join(" ".join(x.split()) for x in str(cause).splitlines() if x.strip())
             raise ConfigError(f"{group}.{name}: {type(cause).__name__}: {text}") from None
     return out
 
