@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.metrics import failure_distribution, summarize
+from experiments.tables import _pct
 
 # §9.1 completion rate (%), by complexity: simple (3 steps), medium (5-8), complex (10+).
 ARTICLE_91 = {
@@ -37,10 +38,18 @@ ARTICLE_93 = {
     "hallucinated_tool_call": ("hallucinated tool call", 15, 11),
 }
 ORDER = ["react", "plan_execute", "plan_execute_replan", "tot"]
+FAILURE_PLANNERS = ("react", "plan_execute", "plan_execute_replan")  # §9.3's columns
+
+
+def _rate(share: float) -> str:
+    """A rate or share in percent, printed as the main summary tables print it (``_pct``:
+    one decimal), so the same number reads the same in ``seed_tables.md`` and ``summary.md``
+    and two distinct rates at n = 200 (steps of 0.5 %) never print alike."""
+    return "—" if pd.isna(share) else f"{_pct(share)}%"
 
 
 def _ci(rate: float, low: float, high: float) -> str:
-    return f"{100 * rate:.0f}% [{100 * low:.0f}, {100 * high:.0f}]"
+    return f"{_rate(rate)} [{_pct(low)}, {_pct(high)}]"
 
 
 def table_91(summary: pd.DataFrame) -> pd.DataFrame:
@@ -111,8 +120,7 @@ def table_93(df: pd.DataFrame) -> pd.DataFrame:
             share = (
                 dist.at[planner, mode] if planner in dist.index and mode in dist else float("nan")
             )
-            ours = "—" if pd.isna(share) else f"{100 * share:.0f}%"
-            row[planner] = ours + (
+            row[planner] = _rate(share) + (
                 ""
                 if planner == "plan_execute_replan"
                 else f" (article {'N/A' if theirs is None else f'{theirs}%'})"
@@ -120,10 +128,13 @@ def table_93(df: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     for mode in (m for m in dist.columns if m not in ARTICLE_93 and m != "n_failed"):
         row = {"failure mode": mode.replace("_", " ") + " (not in the article)", "key": mode}
-        for planner in ("react", "plan_execute", "plan_execute_replan"):
-            share = dist.at[planner, mode] if planner in dist.index else float("nan")
-            row[planner] = "—" if pd.isna(share) else f"{100 * share:.0f}%"
-        if any(v not in ("0%", "—") for k, v in row.items() if k in dist.index):
+        shares = [
+            dist.at[planner, mode] if planner in dist.index else float("nan")
+            for planner in FAILURE_PLANNERS
+        ]
+        for planner, share in zip(FAILURE_PLANNERS, shares, strict=True):
+            row[planner] = _rate(share)
+        if any(share > 0 for share in shares if not pd.isna(share)):
             rows.append(row)
     n_row = {"failure mode": "failed episodes (n)", "key": "n_failed"}
     for planner in ("react", "plan_execute", "plan_execute_replan"):
