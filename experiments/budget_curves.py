@@ -37,7 +37,27 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     return f"Budget curves: {len(budgets)} budgets — {out_dir / 'budget_curves.csv'}"
 
 
+def budget_label(budget: float) -> str:
+    """A token budget as a tick reads it: 500, 1k, 2.5k, 128k, 1M."""
+    for scale, unit in ((1_000_000, "M"), (1_000, "k")):
+        if budget >= scale:
+            return f"{budget / scale:g}{unit}"
+    return f"{budget:g}"
+
+
 def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = _plot(table, planners)
+    (out_dir / "figures").mkdir(exist_ok=True)
+    for ext in ("pdf", "png"):
+        fig.savefig(out_dir / "figures" / f"budget_curves.{ext}", dpi=150)
+    plt.close(fig)
+
+
+def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
+    """The figure: one panel per complexity, completion against the budget on a log axis
+    whose ticks are the budgets run (1k, 2k, ... 128k), not powers of two."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -49,6 +69,7 @@ def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
     markers = dict(zip(planners, "osD^vP*Xhp<>", strict=False))
 
     complexities = list(dict.fromkeys(table.complexity))
+    budgets = sorted({int(b) for b in table.max_tokens_per_episode})
     fig, axes = plt.subplots(
         1, len(complexities), figsize=(3.2 * len(complexities), 2.9), sharey=True, squeeze=False
     )
@@ -67,6 +88,8 @@ def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
                 markersize=4,
             )
         ax.set_xscale("log", base=2)
+        ax.set_xticks(budgets, labels=[budget_label(b) for b in budgets], fontsize=7)
+        ax.set_xticks([], minor=True)
         ax.set_title(complexity)
         ax.set_xlabel("token budget per episode")
         ax.set_ylim(-0.02, 1.02)
@@ -75,7 +98,4 @@ def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
     fig.tight_layout(rect=(0, 0.16, 1, 1))
-    (out_dir / "figures").mkdir(exist_ok=True)
-    for ext in ("pdf", "png"):
-        fig.savefig(out_dir / "figures" / f"budget_curves.{ext}", dpi=150)
-    plt.close(fig)
+    return fig
