@@ -5,7 +5,8 @@ grid over the assumptions that decide rankings (judge noise, trap attraction, ho
 subtle warning sign is missed, the fault rates, how much of a model's error is a wrong belief
 rather than a sampling slip), then reports for each pair of planners and each complexity
 whether the ordering by completion *holds* in every cell, *mostly* holds, or *flips*, naming
-the cells where it flips. ``experiment=budget_curves`` uses the same machinery over the
+the cells where it flips, or whether the two *tie* (complete equally often in every cell: no
+ordering to hold). ``experiment=budget_curves`` uses the same machinery over the
 per-episode token budget and plots completion against it.
 
 A cell changes only skill fields, fault rates or the budget: the tasks, the planners and every
@@ -27,6 +28,7 @@ import pandas as pd
 # A factor is a skill field of the simulated LLM, or one of these world/compute knobs.
 WORLD_FACTORS = ("fault_rate_scale", "max_tokens_per_episode")
 VERDICT_MOSTLY = 0.2  # "mostly": the minority ordering in at most this share of decided cells
+VERDICTS = ("holds", "mostly", "flips", "tie")  # "tie": no cell decides (equal everywhere)
 
 
 def design(factors: Mapping[str, Sequence[Any]], corners: Sequence[str]) -> list[dict[str, Any]]:
@@ -154,9 +156,11 @@ def completion_table(records: pd.DataFrame) -> pd.DataFrame:
 
 def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
     """For each pair of planners and complexity: in how many cells each one completes more,
-    and whether the ordering holds (one side never worse in a decided cell), mostly holds
-    (the minority ordering in at most 20 % of decided cells) or flips. Cells where both
-    complete exactly as often decide nothing and are counted in neither column."""
+    and whether the ordering holds (one side better in at least one cell and never worse),
+    mostly holds (the minority ordering in at most 20 % of decided cells), flips, or is a tie
+    (both complete exactly as often in every cell: there is no ordering, so it does not count
+    as one that holds). Cells where both complete exactly as often decide nothing and are
+    counted in neither column."""
     rows = []
     for complexity, part in table.groupby("complexity", sort=False):
         wide = part.pivot(index="cell", columns="planner", values="completion")
@@ -165,7 +169,9 @@ def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
             a_better, b_better = int((diff > 0).sum()), int((diff < 0).sum())
             decided = a_better + b_better
             minority = min(a_better, b_better)
-            if minority == 0:
+            if decided == 0:
+                verdict = "tie"
+            elif minority == 0:
                 verdict = "holds"
             elif minority <= VERDICT_MOSTLY * decided:
                 verdict = "mostly"
@@ -237,10 +243,12 @@ def _markdown(
         "",
         f"{len(cells)} grid cells, {n} tasks per planner x complexity in each; every planner "
         "runs the same tasks in every cell. A pair's ordering **holds** if one planner "
-        "completes at least as often in every cell, **mostly** if the other ordering appears "
-        f"in at most {VERDICT_MOSTLY:.0%} of the cells that decide (ties decide nothing), "
-        "else it **flips**. With few tasks per cell a flip between close planners can be "
-        "noise: read the cells listed against the leader.",
+        "completes at least as often in every cell and more often in at least one, **mostly** "
+        f"if the other ordering appears in at most {VERDICT_MOSTLY:.0%} of the cells that "
+        "decide (ties decide nothing), else it **flips**; a **tie** is a pair that completes "
+        "equally often in every cell (no cell decides, so no ordering). With few tasks per "
+        "cell a flip between close planners can be noise: read the cells listed against the "
+        "leader.",
         "",
         "## Cells",
         "",
@@ -265,9 +273,7 @@ def _markdown(
     for complexity, part in verdict.groupby("complexity", sort=False):
         lines += ["", f"## {complexity}", ""]
         counts = part.verdict.value_counts()
-        lines.append(
-            ", ".join(f"{counts.get(v, 0)} {v}" for v in ("holds", "mostly", "flips")) + " (pairs)"
-        )
+        lines.append(", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) + " (pairs)")
         lines += ["", "| a | b | a better | b better | verdict | cells against the leader |"]
         lines.append("|---|---|---|---|---|---|")
         for r in part.itertuples():
@@ -307,6 +313,6 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     counts = verdict.verdict.value_counts()
     return (
         f"Sensitivity: {len(cells)} cells; pairs x complexities: "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("holds", "mostly", "flips"))
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
         + f" — {out_dir / 'sensitivity.md'}"
     )

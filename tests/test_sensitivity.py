@@ -9,7 +9,15 @@ from conftest import CONFIGS
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from experiments.sensitivity import by_factor, cell_label, design, render, verdicts
+from experiments.sensitivity import (
+    VERDICTS,
+    _markdown,
+    by_factor,
+    cell_label,
+    design,
+    render,
+    verdicts,
+)
 
 
 def test_design_has_centre_one_at_a_time_and_corners() -> None:
@@ -39,11 +47,38 @@ def test_verdicts_hold_mostly_flip_by_hand() -> None:
     ]
     tie = [(c, "x", 0.5) for c in cells] + [(c, "y", 0.5) for c in cells]
     got = [verdicts(_table(t), ["x", "y"]).iloc[0] for t in (always, once, half, tie)]
-    assert [g.verdict for g in got] == ["holds", "mostly", "flips", "holds"]
+    assert [g.verdict for g in got] == ["holds", "mostly", "flips", "tie"]
     assert (got[0].a_better, got[0].b_better) == (10, 0)
     assert (got[1].a_better, got[1].b_better) == (9, 1)
     assert (got[3].a_better, got[3].b_better) == (0, 0)  # ties decide nothing
     assert got[1].against_leader == "c0"
+    assert got[3].leader == "" and got[3].against_leader == ""
+
+
+def test_a_pair_tied_in_every_cell_is_a_tie_not_an_ordering_that_holds() -> None:
+    """x and y complete equally often everywhere: no ordering, so not one that holds. A pair
+    tied in all cells but one, where x is better, still holds."""
+    cells = [f"c{i}" for i in range(6)]
+    rows = [(c, "x", 0.75) for c in cells] + [(c, "y", 0.75) for c in cells]
+    rows += [(c, "z", 0.5) for c in cells]
+    rows += [(c, "w", 0.75 if i else 0.5) for i, c in enumerate(cells)]
+    got = verdicts(_table(rows), ["x", "y", "z", "w"]).set_index(["planner_a", "planner_b"])
+    assert got.loc[("x", "y")].verdict == "tie"
+    assert (got.loc[("x", "y")].a_better, got.loc[("x", "y")].b_better) == (0, 0)
+    assert got.loc[("x", "z")].verdict == "holds" and got.loc[("y", "z")].verdict == "holds"
+    assert got.loc[("x", "w")].verdict == "holds"  # tied in 5 cells, x better in 1
+    assert (got.loc[("x", "w")].a_better, got.loc[("x", "w")].b_better) == (1, 0)
+    assert got.loc[("z", "w")].verdict == "holds"  # w better in 5 cells, tied in 1
+    assert got.loc[("x", "y")].verdict not in ("holds", "mostly", "flips")
+    # every verdict with decided cells has one side better somewhere
+    decided = got[got.verdict != "tie"]
+    assert ((decided.a_better + decided.b_better) > 0).all()
+    # the Markdown's counts keep ties apart from the orderings that hold
+    text = _markdown(
+        _table(rows), verdicts(_table(rows), ["x", "y", "z", "w"]), [], 1, pd.DataFrame()
+    )
+    assert "5 holds, 0 mostly, 0 flips, 1 tie (pairs)" in text
+    assert "| x | y | 0 | 0 | **tie** |" in text
 
 
 def test_by_factor_names_reversed_pairs() -> None:
@@ -82,7 +117,14 @@ def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
     assert list(csv.columns) == [
         "planner_a", "planner_b", "complexity", "cells", "a_better", "b_better", "verdict",
     ]  # fmt: skip
-    assert csv.iloc[0].cells >= 8 and set(csv.verdict) <= {"holds", "mostly", "flips"}
+    assert csv.iloc[0].cells >= 8 and set(csv.verdict) <= set(VERDICTS)
+    # a tied pair never counts as holding
+    holds = csv[csv.verdict == "holds"]
+    assert ((holds.a_better + holds.b_better) > 0).all()
+    tie = csv[csv.verdict == "tie"]
+    assert ((tie.a_better == 0) & (tie.b_better == 0)).all()
+    counts = csv.verdict.value_counts()
+    assert ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) in line
     assert "By assumption" in (tmp_path / "sensitivity.md").read_text()
     episodes = pd.read_parquet(tmp_path / "sensitivity_episodes.parquet")
     assert (episodes.failure_mode != "harness_error").all()
