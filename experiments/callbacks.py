@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from experiments.records import EPISODES, STATUS_FILE
+from experiments.records import EPISODES, RUN_FILE, STATUS_FILE
 
 UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 """Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""
@@ -33,6 +34,7 @@ def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
 
     finished: list[Path] = []
     failed: dict[Path, str] = {}
+    seen: dict[str | None, Path] = {}
     dirs = {p.parent for p in sweep_dir.glob(f"*/{EPISODES}")}
     dirs |= {p.parent for p in sweep_dir.glob(f"*/{STATUS_FILE}")}
     for d in sorted(dirs, key=lambda p: _natural_key(p.name)):
@@ -42,12 +44,29 @@ def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
             continue
         status = json.loads(status_file.read_text())
         if status.get("status") in ("ok", *UNCLEAN) and (d / EPISODES).exists():
+            same = seen.get(config_id(d))
+            if same is not None:  # e.g. seed=0 then seed=0,trials=1 (the default) extended
+                print(
+                    f"WARNING: job {d.name} has the configuration of job {same.name} "
+                    "(the same config_id, so the same episodes): counted once",
+                    file=sys.stderr,
+                )
+                continue
+            seen.setdefault(config_id(d), d)
             finished.append(d)
             if status.get("status") in UNCLEAN:
                 print(f"WARNING: {d.name}: {status.get('message')}", file=sys.stderr)
         else:
             failed[d] = str(status.get("message") or status.get("status"))
     return finished, failed
+
+
+def config_id(job_dir: Path) -> str | None:
+    """The fingerprint of the configuration a job dir's records were made by (run.json)."""
+    try:
+        return str(json.loads((job_dir / RUN_FILE).read_text())["config_id"])
+    except (OSError, ValueError, KeyError):
+        return str(job_dir)  # unknown: a job of its own
 
 
 class AggregateSweep(Callback):
@@ -63,7 +82,12 @@ class AggregateSweep(Callback):
         for d, why in failed.items():
             print(f"WARNING: job {d.name} left out of the aggregate: {why}", file=sys.stderr)
         if finished:
-            table = aggregate(finished, sweep_dir, figures=config.get("figures") is not False)
+            try:
+                table = aggregate(finished, sweep_dir, figures=config.get("figures") is not False)
+            except Exception:  # a bug of ours: shown, and the sweep must not exit 0 (Hydra
+                traceback.print_exc()  # turns a callback's exception into a warning)
+                print(f"planarena: the sweep aggregate of {sweep_dir} failed", file=sys.stderr)
+                sys.exit(1)
             print(f"\nSweep completion rate (95% Wilson interval) — {sweep_dir}\n{table}")
         else:
             print(

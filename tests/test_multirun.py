@@ -78,8 +78,12 @@ def test_extending_a_sweep_keeps_job_dirs_and_a_failed_job_is_named(tmp_path: Pa
     assert "Traceback" not in proc.stderr
     status = json.loads((out / job("planner=react,seed=-1,trials=0") / "status.json").read_text())
     assert status["status"] == "failed" and "trials=0" in status["message"]
+    # seed=0,trials=1 is seed=0's configuration (trials=1 is the default): the same episodes,
+    # counted once (they were counted twice, in cells that differed only by a blank trials)
+    assert "has the configuration of job" in proc.stderr and "counted once" in proc.stderr
     merged = pd.read_parquet(out / "episodes.parquet")
-    assert len(merged) == 10  # seed 0, 1 (earlier sweeps) and 0, 1, -1 with trials=1
+    assert len(merged) == 6  # seeds 0, 1 and -1, two tasks each
+    assert sorted(set(merged["seed"])) == [-1, 0, 1]
     assert (out / "summary.csv").exists()
 
 
