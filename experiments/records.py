@@ -455,13 +455,20 @@ def load(
     categories: Iterable[str] = (),
 ) -> pd.DataFrame:
     """All episodes under a run dir, a sweep dir, a file, or a glob of any of these; with
-    ``columns``, only those of each record (:func:`read_run`)."""
+    ``columns``, only those of each record (:func:`read_run`). Runs whose command-line
+    overrides differ get a column per swept key, filled for a run that did not override it
+    with the value it used (a default run beside ``n_tasks=4``: ``config.n_tasks`` 20, not
+    blank), as ``planarena-report`` and the sweep aggregate fill it."""
+    from experiments.metrics import with_swept_columns
+    from experiments.report import with_run_defaults
+
     columns = None if columns is None else tuple(columns)
     categories = tuple(categories)
     frames = [
         read_run(f, columns=columns, categories=categories) for f in record_files(path_or_glob)
     ]
-    return concat_records(frames, categories)
+    df = concat_records(frames, categories)
+    return with_run_defaults(with_swept_columns(df), df.columns)
 
 
 def merge_parquet(parts: Sequence[tuple[Path, Mapping[str, Any]]], dest: Path) -> bool:

@@ -245,5 +245,12 @@ def test_a_swept_key_a_run_does_not_override_is_the_value_that_run_used(tmp_path
     assert list(df["config.n_tasks"]) == ["20", "4", "7"]
     assert list(df["llm.skill"]) == ["strong", "weak", ""]  # c's files do not record it
     assert list(df["executor.parallel"]) == ["", "", "true"]  # no file of a or b has it
+    # a notebook's experiments.load (summarize keeps the columns it finds): not blanks
+    from experiments import load
+    from experiments.metrics import with_swept_columns
+
+    loaded = load(str(tmp_path / "*_*"))
+    assert list(loaded["config.n_tasks"]) == ["20", "4", "7"]
+    assert list(with_swept_columns(loaded)["config.n_tasks"]) == ["20", "4", "7"]
     assert report.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
     assert report._override_text([True, None, 0.5]) == "[true,null,0.5]"
