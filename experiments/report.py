@@ -34,10 +34,10 @@ from experiments.metrics import (
     override_column,
     parse_overrides,
     swept_keys,
+    with_run_defaults,
     with_swept_columns,
 )
 from experiments.records import (
-    RUN_FILE,
     RecordsError,
     concat_records,
     measured,
@@ -153,94 +153,6 @@ def read_runs(
     added += [c for c in df.columns if c not in before]
     kept = [(paths[i], int(counts.get(i, 0))) for i in order] if copies is not None else []
     return Runs([Path(d) for d in dirs], df, added, kept)
-
-
-def _override_text(value: Any) -> str:
-    """A config value written as a command-line override writes it (``true``, ``null``,
-    ``[a,b]``), so a run's default compares equal to another run's explicit override."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_override_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_override_text(v)}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def _run_configs(run_dir: str | Path) -> tuple[dict[str, Any], ...]:
-    """The configurations a run dir records, most trusted first: ``run.json``'s (the resolved
-    configuration the records were made with), ``.hydra/config.yaml`` and the config-group
-    choices of ``.hydra/hydra.yaml`` (``experiment``, ...). Unreadable files are skipped."""
-    import json
-
-    import yaml
-
-    root = Path(run_dir)
-    out: list[dict[str, Any]] = []
-    try:
-        run = json.loads((root / RUN_FILE).read_text(encoding="utf-8"))
-        if isinstance(run, dict) and isinstance(run.get("config"), dict):
-            out.append(run["config"])
-    except (OSError, ValueError):
-        pass
-    for name, pick in (("config.yaml", ()), ("hydra.yaml", ("hydra", "runtime", "choices"))):
-        try:
-            doc = yaml.safe_load((root / ".hydra" / name).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
-            continue
-        for key in pick:
-            doc = doc.get(key) if isinstance(doc, dict) else None
-        if isinstance(doc, dict):
-            out.append(doc)
-    return tuple(out)
-
-
-def run_config_value(
-    run_dir: str | Path, key: str, configs: Sequence[dict[str, Any]] | None = None
-) -> str | None:
-    """The value of the dotted config ``key`` (``n_tasks``, ``llm.skill``, ``experiment``)
-    that the run in ``run_dir`` used, written as an override would write it; None if no
-    configuration file of the run has the key (``configs``: the run's, already read)."""
-    for config in _run_configs(run_dir) if configs is None else configs:
-        if key in config:  # a group choice is one key with a slash (hydra/launcher)
-            return _override_text(config[key])
-        node: Any = config
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                break
-            node = node[part]
-        else:
-            return _override_text(node)
-    return None
-
-
-def with_run_defaults(df: pd.DataFrame, before: Iterable[str]) -> pd.DataFrame:
-    """Fill the swept override columns :func:`with_swept_columns` added (those not in
-    ``before``) where a run's overrides do not name the key: that run used its configured
-    value (a default run beside ``n_tasks=4`` ran 20 tasks), read from its ``run.json`` or
-    ``.hydra/``. A value no file of the run records stays blank."""
-    before = set(before)
-    if "overrides" not in df.columns or "run_dir" not in df.columns:
-        return df
-    keys = {k for t in pd.unique(df["overrides"].fillna("")) for k in parse_overrides(t)}
-    configs: dict[str, tuple[dict[str, Any], ...]] = {}
-    for key in sorted(keys):
-        column = override_column(key)
-        if column in before or column not in df.columns:
-            continue
-        blank = (df[column] == "").to_numpy()
-        if not blank.any():
-            continue
-        runs = df["run_dir"].astype(str).to_numpy()
-        for run in pd.unique(runs[blank]):
-            if run not in configs:
-                configs[run] = _run_configs(run)
-            value = run_config_value(run, key, configs[run])
-            if value is not None:
-                df.loc[blank & (runs == run), column] = value
-    return df
 
 
 def load_runs(dirs: Sequence[str | Path], *, every_column: bool = False) -> pd.DataFrame:

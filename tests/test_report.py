@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import report
+from experiments import metrics, report
 from experiments.figures import FIGURE_NAMES
 from experiments.metrics import EPISODE_COLUMNS
 from experiments.records import load_records
@@ -252,5 +252,5 @@ def test_a_swept_key_a_run_does_not_override_is_the_value_that_run_used(tmp_path
     loaded = load(str(tmp_path / "*_*"))
     assert list(loaded["config.n_tasks"]) == ["20", "4", "7"]
     assert list(with_swept_columns(loaded)["config.n_tasks"]) == ["20", "4", "7"]
-    assert report.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
-    assert report._override_text([True, None, 0.5]) == "[true,null,0.5]"
+    assert metrics.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
+    assert metrics._override_text([True, None, 0.5]) == "[true,null,0.5]"
