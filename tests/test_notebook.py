@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,41 @@ def test_the_notebook_finds_its_run_with_the_tested_helper() -> None:
     setup = "".join(next(c for c in source["cells"] if c.get("id") == "setup")["source"])
     assert "from experiments.notebook import find_run" in setup
     assert "def find_run" not in setup and "RUN = find_run()" in setup
+
+
+def _notebook_code() -> str:
+    """The notebook's code cells as one script (run in-process: no kernel needed)."""
+    source = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return "\n".join("".join(c["source"]) for c in source["cells"] if c["cell_type"] == "code")
+
+
+def test_the_notebooks_numbers_equal_summary_csv_when_episodes_are_left_out(
+    small_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with an infrastructure_error (the endpoint failed: left out of every table) and an
+    episode its cost cap cut: the notebook's completion rates are summary.csv's, not rates that
+    count those episodes as the agent's failures (it summarized experiments.load whole)."""
+    from experiments.report import main as report
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run_dir / ".hydra", run / ".hydra")
+    shutil.copy(small_run_dir / "run.json", run / "run.json")
+    rows = [json.loads(x) for x in (small_run_dir / "episodes.jsonl").read_text().splitlines()]
+    successes = [r for r in rows if r["success"]]
+    infra, capped = successes[0], successes[1]
+    infra.update(success=False, failure_mode="infrastructure_error", stop_reason="infra")
+    capped.update(success=False, failure_mode="budget_exhausted", stop_reason="job_cost_cap")
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report([str(run)]) == 0
+    expected = pd.read_csv(run / "summary.csv")
+    monkeypatch.setenv("PLANARENA_RUN", str(run))
+    monkeypatch.setattr("matplotlib.pyplot.show", lambda *a, **k: None)
+    namespace: dict[str, object] = {}
+    exec(compile(_notebook_code(), str(NOTEBOOK), "exec"), namespace)
+    summary = namespace["summary"]
+    assert isinstance(summary, pd.DataFrame)
+    keys = ["planner", "env", "complexity"]
+    got = summary.set_index(keys)[["n", "successes", "completion_rate"]]
+    want = expected.set_index(keys)[["n", "successes", "completion_rate"]]
+    pd.testing.assert_frame_equal(got.sort_index(), want.sort_index(), check_dtype=False)
+    assert int(summary["n"].sum()) == len(rows) - 2
