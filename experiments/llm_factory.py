@@ -5,12 +5,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from envs.base import Env, Task
+from planners.formats import MAX_TOKENS
 from planners.llm.base import LLMBackend
 from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 
@@ -126,6 +139,105 @@ def check_cost_cap(container: Mapping[str, Any]) -> None:
     )
 
 
+SECRET_KEY = re.compile(r"^(api_?key|openai_api_key|secret|password|access_token)$", re.I)
+"""A config key that would hold a secret: refused by name, its value never shown."""
+
+ENV_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def secret_in_config(cfg: Mapping[str, Any], prefix: str = "llm") -> str | None:
+    """One line refusing a key of ``cfg`` that would hold a secret (``llm.api_key``), or an
+    ``api_key_env`` that is not the name of a variable (the key itself, pasted there), without
+    showing the value; None when there is none."""
+    for key in cfg:
+        if SECRET_KEY.match(str(key)):
+            return (
+                f"{prefix}.{key}: a secret never goes into the config (it would be written to "
+                ".hydra/config.yaml and run.json); export it in the environment variable named "
+                "by llm.api_key_env (default OPENAI_API_KEY); the value is not shown"
+            )
+    variable = cfg.get("api_key_env")
+    if variable is not None and not ENV_VARIABLE.match(str(variable)):
+        return (
+            f"{prefix}.api_key_env: must name an environment variable (letters, digits, _), "
+            "e.g. OPENAI_API_KEY, not hold the key; the value is not shown"
+        )
+    return None
+
+
+class _StrictSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _as_text(value: Any) -> Any:
+    """A name the command line parsed as a number (``llm.cache_dir=2025``) is still a name."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class SimLLMSettings(_StrictSettings):
+    """``llm=sim``'s keys (``configs/llm/sim.yaml``); the skill overrides and model profiles
+    are validated by their own models (:func:`skill_profile`, :func:`model_profiles`)."""
+
+    backend: Literal["sim"] = "sim"
+    skill: str = "strong"
+    skill_overrides: dict[str, Any] | None = None
+    models: dict[str, dict[str, Any]] | None = None
+
+
+class PriceSettings(_StrictSettings):
+    usd_per_mtok_input: NonNegativeFloat
+    usd_per_mtok_output: NonNegativeFloat
+
+
+FormatTokens = create_model(  # llm.max_tokens_by_format: one allowance per request format
+    "FormatTokens",
+    __base__=_StrictSettings,
+    **{name: (PositiveInt | None, None) for name in MAX_TOKENS},  # type: ignore[call-overload]
+)
+
+
+class OpenAISettings(_StrictSettings):
+    """``llm=openai``'s keys (``configs/llm/openai.yaml``), typed: a value the backend would
+    choke on mid-job (``max_concurrency=0`` hung the job, ``timeout_s=-1`` ended every episode
+    as a timeout, ``max_retries=-1`` as a harness error) is refused before anything runs."""
+
+    backend: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_concurrency: PositiveInt = 4
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: PositiveInt | None = None
+    max_tokens_by_format: FormatTokens | None = None  # type: ignore[valid-type]
+    stop: bool = True
+    timeout_s: PositiveFloat = 120.0
+    max_retries: NonNegativeInt = 2
+    write_text: bool = True
+    json_mode: bool = False
+    cache_dir: str | None = None
+    prices: dict[str, PriceSettings] | None = None
+
+    @field_validator("model", "cache_dir", "base_url", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        return _as_text(value)
+
+
+def check_llm(cfg: Mapping[str, Any]) -> None:
+    """The ``llm`` group against its backend's schema: no unknown key (``+llm.foo=1`` was
+    accepted and ignored), typed values, no secret; a :class:`ConfigError` naming the key."""
+    problem = secret_in_config(cfg)
+    if problem is not None:
+        raise ConfigError(problem)
+    kind = cfg.get("backend", "sim")
+    if kind == "sim":
+        validated(SimLLMSettings, cfg, "llm")
+    elif kind == "openai":
+        validated(OpenAISettings, cfg, "llm")
+
+
 class InfrastructureError(RuntimeError):
     """Not the agent's fault: the endpoint is unreachable or refuses us. Stops the job."""
 
@@ -175,10 +287,11 @@ class BackendFactory:
     def __init__(self, cfg: Mapping[str, Any], *, check_key: bool = True) -> None:
         self.cfg = dict(cfg)
         self.kind = self.cfg.get("backend", "sim")
-        self.skill = skill_profile(self.cfg) if self.kind == "sim" else None
-        self._shared: LLMBackend | None = None
         if self.kind not in ("sim", "openai"):
             raise ConfigError(f"llm.backend={self.kind}: unknown backend; choose sim or openai")
+        check_llm(self.cfg)
+        self.skill = skill_profile(self.cfg) if self.kind == "sim" else None
+        self._shared: LLMBackend | None = None
         if self.kind == "openai" and check_key and not self.cfg.get("base_url"):
             variable = str(self.cfg.get("api_key_env", "OPENAI_API_KEY"))
             if not os.environ.get(variable):  # fail at the start, not once per episode

@@ -1006,8 +1006,26 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
     return None
 
 
+def secret_on_command_line(args: Sequence[str]) -> str | None:
+    """One line refusing an override that would put a secret into the config
+    (``+llm.api_key=sk-...``, or the key pasted as ``llm.api_key_env``), checked before
+    Hydra writes anything (a sweep's ``multirun.yaml`` lists its overrides); never shows
+    the value."""
+    from experiments.llm_factory import secret_in_config
+
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        *head, last = key.lstrip("+~").split(".")
+        problem = secret_in_config({last: value}, ".".join(head) or "llm")
+        if problem is not None:
+            return problem
+    return None
+
+
 def main() -> None:
-    problem = unknown_group_choice(sys.argv[1:])
+    problem = secret_on_command_line(sys.argv[1:]) or unknown_group_choice(sys.argv[1:])
     if problem is not None:
         print(f"planarena: {problem}", file=sys.stderr)
         sys.exit(2)

@@ -297,6 +297,59 @@ def test_an_invalid_value_is_named_before_any_episode(override: str, key: str) -
     assert key in str(err.value) and "\n" not in str(err.value)
 
 
+LOCAL = ("llm=openai", "llm.base_url=http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        # each of these ran: a hang, every episode a timeout or a harness error, or ignored
+        ((*LOCAL, "llm.max_concurrency=0"), "llm.max_concurrency=0"),
+        ((*LOCAL, "llm.timeout_s=-1"), "llm.timeout_s=-1"),
+        ((*LOCAL, "llm.max_retries=-1"), "llm.max_retries=-1"),
+        ((*LOCAL, "llm.temperature=abc"), 'llm.temperature="abc"'),
+        ((*LOCAL, "llm.max_tokens=0"), "llm.max_tokens=0"),
+        ((*LOCAL, "llm.max_tokens_by_format.plan=-5"), "llm.max_tokens_by_format.plan=-5"),
+        (
+            (*LOCAL, "+llm.max_tokens_by_format.plann=5"),
+            "llm.max_tokens_by_format.plann=5: unknown",
+        ),
+        ((*LOCAL, "+llm.prices.fake.usd_per_mtok_input=1"), "llm.prices.fake.usd_per_mtok_output"),
+        ((*LOCAL, "+llm.temperatur=0.7"), "llm.temperatur=0.7: unknown key"),
+        (("+llm.foo=1",), "llm.foo=1: unknown key"),
+        (("+llm.role_skills=x",), 'llm.role_skills="x": unknown key'),
+    ],
+)
+def test_an_invalid_llm_value_is_named_before_any_episode(
+    overrides: tuple[str, ...], key: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(cfg_of(*overrides))
+    assert key in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["+llm.api_key=sk-PLANARENA-TEST-SECRET"],
+        ["llm=openai", "llm.api_key_env=sk-PLANARENA-TEST-SECRET"],
+        ["-m", "+llm.api_key=sk-PLANARENA-TEST-SECRET", "seed=0,1"],
+    ],
+)
+def test_a_secret_in_the_config_is_refused_unseen(tmp_path: Path, args: list[str]) -> None:
+    """``+llm.api_key=...`` ran (the key written to .hydra/config.yaml, run.json, and a
+    sweep's multirun.yaml); a key pasted as ``llm.api_key_env`` was echoed in the error."""
+    sweep = [f"hydra.sweep.dir={tmp_path / 'sweep'}"] if "-m" in args else []
+    proc = cli(tmp_path / "run", *args, *sweep)
+    assert proc.returncode == 2
+    assert "sk-PLANARENA-TEST-SECRET" not in proc.stdout + proc.stderr
+    assert "not shown" in one_line_no_traceback(proc)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "sweep").exists()
+    with pytest.raises(ConfigError) as err:  # the same check in-process (no command line)
+        validate(cfg_of(*[a for a in args if a != "-m" and "seed=" not in a]))
+    assert "sk-PLANARENA-TEST-SECRET" not in str(err.value)
+
+
 def test_worker_processes_are_refused_where_records_would_depend_on_them() -> None:
     """A real LLM's cache and concurrency bound, and the job cost cap's job-order ledger,
     live in one process: more workers are refused by name, not silently ignored."""

@@ -170,6 +170,8 @@ class OpenAIBackend:
     def from_config(cls, cfg: Mapping[str, Any]) -> OpenAIBackend:
         """The backend an ``llm=openai`` config describes (``configs/llm/openai.yaml``)."""
         max_tokens = cfg.get("max_tokens")
+        by_format = {k: v for k, v in dict(cfg.get("max_tokens_by_format") or {}).items() if v}
+        cache_dir = cfg.get("cache_dir")
         return cls(
             str(cfg["model"]),
             base_url=cfg.get("base_url"),
@@ -177,9 +179,9 @@ class OpenAIBackend:
             max_concurrency=int(cfg.get("max_concurrency", 4)),
             temperature=float(cfg.get("temperature", 0.0)),
             max_tokens=None if max_tokens is None else int(max_tokens),
-            max_tokens_by_format=cfg.get("max_tokens_by_format"),
+            max_tokens_by_format=by_format,  # a null format keeps its default
             stop=bool(cfg.get("stop", True)),
-            cache_dir=cfg.get("cache_dir"),
+            cache_dir=None if cache_dir is None else str(cache_dir),
             timeout_s=float(cfg.get("timeout_s", 120.0)),
             max_retries=int(cfg.get("max_retries", 2)),
             prices=cfg.get("prices"),
