@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.sensitivity import run_grid
+from experiments.sensitivity import group_keys, run_grid
 
 
 def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
@@ -21,8 +21,9 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     budgets = [int(b) for b in spec.get("budgets", [])]
     cells = [{"max_tokens_per_episode": b} for b in budgets]
     records = run_grid(container, cells, int(spec.get("workers", 2)))
+    keys = ["max_tokens_per_episode", *group_keys(records), "planner"]  # envs kept apart
     table = (
-        records.groupby(["max_tokens_per_episode", "complexity", "planner"], sort=False)
+        records.groupby(keys, sort=False)
         .agg(
             n=("success", "size"),
             completion=("success", "mean"),
@@ -56,8 +57,9 @@ def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
 
 
 def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
-    """The figure: one panel per complexity, completion against the budget on a log axis
-    whose ticks are the budgets run (1k, 2k, ... 128k), not powers of two."""
+    """The figure: one panel per env x complexity (a row per env), completion against the
+    budget on a log axis whose ticks are the budgets run (1k, 2k, ... 128k), not powers of
+    two."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,12 +71,24 @@ def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
     markers = dict(zip(planners, "osD^vP*Xhp<>", strict=False))
 
     complexities = list(dict.fromkeys(table.complexity))
+    envs = list(dict.fromkeys(table.env)) if "env" in table.columns else [None]
     budgets = sorted({int(b) for b in table.max_tokens_per_episode})
     fig, axes = plt.subplots(
-        1, len(complexities), figsize=(3.2 * len(complexities), 2.9), sharey=True, squeeze=False
+        len(envs),
+        len(complexities),
+        figsize=(3.2 * len(complexities), 2.9 + 2.3 * (len(envs) - 1)),
+        sharey=True,
+        squeeze=False,
     )
-    for ax, complexity in zip(axes[0], complexities, strict=True):
+    panels = [
+        (ax, env, c)
+        for row, env in zip(axes, envs, strict=True)
+        for ax, c in zip(row, complexities, strict=True)
+    ]
+    for ax, env, complexity in panels:
         part = table[table.complexity == complexity]
+        if env is not None:
+            part = part[part.env == env]
         for planner in planners:
             rows = part[part.planner == planner].sort_values("max_tokens_per_episode")
             if rows.empty:
@@ -90,12 +104,13 @@ def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, labels=[budget_label(b) for b in budgets], fontsize=7)
         ax.set_xticks([], minor=True)
-        ax.set_title(complexity)
+        ax.set_title(complexity if env is None or len(envs) == 1 else f"{env}: {complexity}")
         ax.set_xlabel("token budget per episode")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("completion rate")
+    for row in axes:
+        row[0].set_ylabel("completion rate")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.tight_layout(rect=(0, 0.16 * 2.9 / fig.get_figheight(), 1, 1))  # the legend's inches
     return fig

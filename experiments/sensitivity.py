@@ -3,11 +3,11 @@
 ``planarena experiment=sensitivity`` runs every planner on the same tasks in every cell of a
 grid over the assumptions that decide rankings (judge noise, trap attraction, how often a
 subtle warning sign is missed, the fault rates, how much of a model's error is a wrong belief
-rather than a sampling slip), then reports for each pair of planners and each complexity
-whether the ordering by completion *holds* in every cell, *mostly* holds, or *flips*, naming
-the cells where it flips, or whether the two *tie* (complete equally often in every cell: no
-ordering to hold). ``experiment=budget_curves`` uses the same machinery over the
-per-episode token budget and plots completion against it.
+rather than a sampling slip), then reports for each pair of planners and each complexity (and
+each env: several envs are kept apart, never pooled) whether the ordering by completion *holds*
+in every cell, *mostly* holds, or *flips*, naming the cells where it flips, or whether the two
+*tie* (complete equally often in every cell: no ordering to hold). ``experiment=budget_curves``
+uses the same machinery over the per-episode token budget and plots completion against it.
 
 A cell changes only skill fields, fault rates or the budget: the tasks, the planners and every
 other setting are the run's own, so a cell differs from another by its parameters alone.
@@ -145,24 +145,38 @@ def run_grid(
 
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Completion per cell x planner x complexity (cells in grid order)."""
-    table = (
-        records.groupby(["cell", "complexity", "planner"], sort=False)["success"]
-        .agg(n="size", completion="mean")
-        .reset_index()
-    )
-    return table
+    """Completion per cell x env x complexity x planner (cells in grid order). Envs are kept
+    apart, as in every table of a run: a grid over several envs does not pool them."""
+    keys = ["cell", *group_keys(records), "planner"]
+    table = records.groupby(keys, sort=False)["success"].agg(n="size", completion="mean")
+    return table.reset_index()
+
+
+def group_keys(table: pd.DataFrame) -> list[str]:
+    """What a verdict is given per: the env (when the table has one) and the complexity."""
+    return [k for k in ("env", "complexity") if k in table.columns]
+
+
+def group_title(keys: Sequence[str], key: Any, *, several_envs: bool) -> str:
+    """A group's heading: its complexity, with its env when the grid ran several."""
+    values = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+    if several_envs and "env" in values:
+        return f"{values['env']}: {values.get('complexity', '')}"
+    return str(values.get("complexity", ""))
 
 
 def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
-    """For each pair of planners and complexity: in how many cells each one completes more,
+    """For each pair of planners and complexity (and env, when the table has one: envs are never
+    pooled): in how many cells each one completes more,
     and whether the ordering holds (one side better in at least one cell and never worse),
     mostly holds (the minority ordering in at most 20 % of decided cells), flips, or is a tie
     (both complete exactly as often in every cell: there is no ordering, so it does not count
     as one that holds). Cells where both complete exactly as often decide nothing and are
     counted in neither column."""
     rows = []
-    for complexity, part in table.groupby("complexity", sort=False):
+    keys = group_keys(table)
+    for key, part in table.groupby(keys, sort=False):
+        group = dict(zip(keys, key, strict=True))
         wide = part.pivot(index="cell", columns="planner", values="completion")
         for a, b in itertools.combinations([p for p in planners if p in wide.columns], 2):
             diff = wide[a] - wide[b]
@@ -183,7 +197,7 @@ def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
                 {
                     "planner_a": a,
                     "planner_b": b,
-                    "complexity": complexity,
+                    **group,
                     "cells": len(wide),
                     "a_better": a_better,
                     "b_better": b_better,
@@ -202,7 +216,8 @@ def by_factor(
     planners: Sequence[str],
 ) -> pd.DataFrame:
     """For each factor alone (the others at their middle level): the pairs of planners whose
-    ordering by completion differs between the factor's low and high level, per complexity.
+    ordering by completion differs between the factor's low and high level, per complexity
+    (and env).
     This is the verdict on each assumption: an empty list means no ranking hinges on it."""
     middle = {k: v[len(v) // 2] for k, v in factors.items()}
     rows = []
@@ -210,7 +225,8 @@ def by_factor(
         low, high = ({**middle, name: levels[0]}, {**middle, name: levels[-1]})
         if low not in cells or high not in cells:
             continue
-        for complexity, part in table.groupby("complexity", sort=False):
+        keys = group_keys(table)
+        for key, part in table.groupby(keys, sort=False):
             wide = part.pivot(index="cell", columns="planner", values="completion")
             lo, hi = wide.loc[cell_label(low)], wide.loc[cell_label(high)]
             flipped = []
@@ -223,7 +239,7 @@ def by_factor(
                     "factor": name,
                     "low": levels[0],
                     "high": levels[-1],
-                    "complexity": complexity,
+                    **dict(zip(keys, key, strict=True)),
                     "pairs_reversed": len(flipped),
                     "which": " ".join(flipped),
                 }
@@ -238,10 +254,12 @@ def _markdown(
     n: int,
     factors: pd.DataFrame,
 ) -> str:
+    several_envs = "env" in table.columns and table["env"].nunique() > 1
+    per = "env x planner x complexity" if several_envs else "planner x complexity"
     lines = [
         "# Sensitivity of the rankings",
         "",
-        f"{len(cells)} grid cells, {n} tasks per planner x complexity in each; every planner "
+        f"{len(cells)} grid cells, {n} tasks per {per} in each; every planner "
         "runs the same tasks in every cell. A pair's ordering **holds** if one planner "
         "completes at least as often in every cell and more often in at least one, **mostly** "
         f"if the other ordering appears in at most {VERDICT_MOSTLY:.0%} of the cells that "
@@ -255,6 +273,7 @@ def _markdown(
     ]
     lines += [f"- `{cell_label(c)}`" for c in cells]
     if not factors.empty:
+        env_head, env_rule = ("env | ", "---|") if several_envs else ("", "")
         lines += [
             "",
             "## By assumption",
@@ -262,16 +281,18 @@ def _markdown(
             "Each factor alone from its low to its high level (the others at their middle): the "
             "pairs whose ordering is strictly reversed.",
             "",
-            "| factor | low → high | complexity | pairs reversed | which |",
-            "|---|---|---|---|---|",
+            f"| factor | low → high | {env_head}complexity | pairs reversed | which |",
+            f"|---|---|{env_rule}---|---|---|",
         ]
         for r in factors.itertuples():
+            env = f"{r.env} | " if several_envs else ""
             lines.append(
-                f"| {r.factor} | {r.low} → {r.high} | {r.complexity} | {r.pairs_reversed} | "
-                f"{r.which or '—'} |"
+                f"| {r.factor} | {r.low} → {r.high} | {env}{r.complexity} | "
+                f"{r.pairs_reversed} | {r.which or '—'} |"
             )
-    for complexity, part in verdict.groupby("complexity", sort=False):
-        lines += ["", f"## {complexity}", ""]
+    keys = group_keys(verdict)
+    for key, part in verdict.groupby(keys, sort=False):
+        lines += ["", f"## {group_title(keys, key, several_envs=several_envs)}", ""]
         counts = part.verdict.value_counts()
         lines.append(", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) + " (pairs)")
         lines += ["", "| a | b | a better | b better | verdict | cells against the leader |"]
@@ -282,9 +303,10 @@ def _markdown(
                 f"| {r.planner_a} | {r.planner_b} | {r.a_better} | {r.b_better} | "
                 f"**{r.verdict}** | {against} |"
             )
-        comp = table[table.complexity == complexity].pivot(
-            index="cell", columns="planner", values="completion"
-        )
+        mask = pd.Series(True, index=table.index)
+        for k, v in zip(keys, key, strict=True):
+            mask &= table[k] == v
+        comp = table[mask].pivot(index="cell", columns="planner", values="completion")
         lines += ["", "Completion per cell:", "", comp.round(2).to_markdown()]
     return "\n".join(lines) + "\n"
 
@@ -303,16 +325,16 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     out_dir.mkdir(parents=True, exist_ok=True)
     records.to_parquet(out_dir / "sensitivity_episodes.parquet", index=False)
     table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
-    verdict[
-        ["planner_a", "planner_b", "complexity", "cells", "a_better", "b_better", "verdict"]
-    ].to_csv(out_dir / "sensitivity.csv", index=False)
+    columns = ["planner_a", "planner_b", *group_keys(verdict), "cells", "a_better", "b_better"]
+    verdict[[*columns, "verdict"]].to_csv(out_dir / "sensitivity.csv", index=False)
     per_factor = by_factor(table, factors, cells, planners)
     per_factor.to_csv(out_dir / "sensitivity_factors.csv", index=False)
     text = _markdown(table, verdict, cells, int(container["n_tasks"]), per_factor)
     (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
     counts = verdict.verdict.value_counts()
+    groups = "envs x complexities" if table["env"].nunique() > 1 else "complexities"
     return (
-        f"Sensitivity: {len(cells)} cells; pairs x complexities: "
+        f"Sensitivity: {len(cells)} cells; pairs x {groups}: "
         + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
         + f" — {out_dir / 'sensitivity.md'}"
     )

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from experiments.budget_curves import _figure, budget_label
+from experiments.budget_curves import _figure, budget_label, render
 
 BUDGETS = [1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]
 
@@ -62,3 +62,39 @@ def test_figure_ticks_are_the_budgets(tmp_path: Path, monkeypatch: pytest.Monkey
         ]
         assert shown == [(b, budget_label(b)) for b in BUDGETS]
         assert not [m for m in ax.get_xticks(minor=True) if lo <= m <= hi]
+
+
+def test_budget_curves_keep_envs_apart(tmp_path: Path) -> None:
+    """``experiment=budget_curves 'env=[report,rag]'``: a row per budget x env x complexity x
+    planner over that env's n_tasks tasks (both envs were pooled, n = 2 x n_tasks), and a row
+    of panels per env in the figure."""
+    from conftest import CONFIGS
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose(
+            "config",
+            overrides=[
+                "experiment=budget_curves",
+                "planner=[react]",
+                "env=[report,rag]",
+                "n_tasks=2",
+                "complexity=[medium]",
+            ],
+        )
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    container.pop("hydra", None)
+    container["budget_curves"] = {"budgets": [1000, 64000], "workers": 1}
+    render(pd.DataFrame(), container, tmp_path, seed=0)
+    table = pd.read_csv(tmp_path / "budget_curves.csv")
+    assert set(table.env) == {"report", "rag"}
+    assert (table.n == 2).all() and len(table) == 2 * 2  # budgets x envs
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from experiments.budget_curves import _plot
+
+    fig = _plot(table, ["react"])
+    assert sorted(ax.get_title() for ax in fig.axes) == ["rag: medium", "report: medium"]

@@ -115,7 +115,7 @@ def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
     assert "cells" in line
     csv = pd.read_csv(tmp_path / "sensitivity.csv")
     assert list(csv.columns) == [
-        "planner_a", "planner_b", "complexity", "cells", "a_better", "b_better", "verdict",
+        "planner_a", "planner_b", "env", "complexity", "cells", "a_better", "b_better", "verdict",
     ]  # fmt: skip
     assert csv.iloc[0].cells >= 8 and set(csv.verdict) <= set(VERDICTS)
     # a tied pair never counts as holding
@@ -128,3 +128,61 @@ def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
     assert "By assumption" in (tmp_path / "sensitivity.md").read_text()
     episodes = pd.read_parquet(tmp_path / "sensitivity_episodes.parquet")
     assert (episodes.failure_mode != "harness_error").all()
+
+
+def test_envs_are_never_pooled_in_a_verdict() -> None:
+    """x beats y on one env and y beats x on the other by as much, in every cell: pooled, the
+    two would tie everywhere; per env each ordering holds."""
+    cells = [f"c{i}" for i in range(4)]
+    rows = []
+    for c in cells:
+        rows += [
+            {"cell": c, "env": "a", "complexity": "simple", "planner": "x", "completion": 0.9},
+            {"cell": c, "env": "a", "complexity": "simple", "planner": "y", "completion": 0.5},
+            {"cell": c, "env": "b", "complexity": "simple", "planner": "x", "completion": 0.5},
+            {"cell": c, "env": "b", "complexity": "simple", "planner": "y", "completion": 0.9},
+        ]
+    got = verdicts(pd.DataFrame(rows), ["x", "y"]).set_index("env")
+    assert len(got) == 2
+    assert got.loc["a"].verdict == "holds" and got.loc["a"].a_better == 4
+    assert got.loc["b"].verdict == "holds" and got.loc["b"].b_better == 4
+    text = _markdown(pd.DataFrame(rows), got.reset_index(), [], 1, pd.DataFrame())
+    assert "## a: simple" in text and "## b: simple" in text
+
+
+def _tiny_container(extra: list[str]) -> dict:
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose("config", overrides=extra)
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    container.pop("hydra", None)
+    return container
+
+
+def test_a_grid_over_two_envs_keeps_them_apart(tmp_path: Path) -> None:
+    """``experiment=sensitivity 'env=[report,rag]'``: each cell's completion is over one env's
+    n_tasks tasks (it was over both envs' tasks pooled, n = 2 x n_tasks, with no env column)."""
+    container = _tiny_container(
+        [
+            "experiment=sensitivity",
+            "planner=[react,plan_execute]",
+            "env=[report,rag]",
+            "n_tasks=2",
+            "complexity=[simple]",
+        ]
+    )
+    container["sensitivity"]["factors"] = {"p_trap": [0.0, 0.25, 0.9]}
+    container["sensitivity"]["corners"] = []
+    container["sensitivity"]["workers"] = 1
+    line = render(pd.DataFrame(), container, tmp_path, seed=0)
+    cells = pd.read_csv(tmp_path / "sensitivity_cells.csv")
+    assert set(cells.env) == {"report", "rag"}
+    assert (cells.n == 2).all()
+    assert len(cells) == 3 * 2 * 2  # cells x envs x planners
+    csv = pd.read_csv(tmp_path / "sensitivity.csv")
+    assert sorted(csv.env) == ["rag", "report"]
+    factors = pd.read_csv(tmp_path / "sensitivity_factors.csv")
+    assert sorted(factors.env) == ["rag", "report"]
+    assert "pairs x envs x complexities" in line
+    text = (tmp_path / "sensitivity.md").read_text()
+    assert "## report: simple" in text and "## rag: simple" in text
