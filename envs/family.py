@@ -28,6 +28,7 @@ them, writes the answer the grader reads.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -1326,6 +1327,14 @@ class FamilyEnv:
             decl = decl.model_copy(update={"name": self.name})
         self.decl = decl
         self.name = decl.name
+
+    @property
+    def digest(self) -> str:
+        """A hash of the declaration as loaded (not of the file's bytes: comments and
+        layout do not count). A run's identity carries it for a family given by ``path``, so
+        a run dir made from the file before an edit is not resumed with the edited one."""
+        text = self.decl.model_dump_json()
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     # -- faults: the config's rules mapped onto the tools that declare each kind --
 

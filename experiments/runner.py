@@ -657,6 +657,11 @@ def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
     return out
 
 
+FAMILY_DIGEST = "declaration_sha256"
+"""The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash
+of the family file's declaration as loaded."""
+
+
 @dataclass
 class Prepared:
     """A validated config, its planners, envs, faults and jobs: nothing touched on disk."""
@@ -708,6 +713,10 @@ def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepare
     envs: dict[str, Env] = instantiate_group(cfg.env, "env")
     if not planners or not envs:
         raise ConfigError("select at least one planner and one env")
+    for name, env in envs.items():  # a family file's content is part of the run's identity
+        spec = container.get("env", {}).get(name)
+        if isinstance(spec, dict) and spec.get("path") is not None and hasattr(env, "digest"):
+            spec[FAMILY_DIGEST] = env.digest  # (the path alone: an edited file resumed)
     faults = fault_config(cfg)
     jobs = build_jobs(cfg, planners, envs, faults)
     return Prepared(cfg, container, planners, envs, faults, jobs)

@@ -129,6 +129,30 @@ def test_a_changed_config_in_an_existing_dir_is_refused(
     assert len({r["config_id"] for r in new}) == 1 and new != comparable(reference)
 
 
+def test_an_edited_family_file_is_another_configuration(tmp_path: Path) -> None:
+    """env=file keyed the run by the file's path only: after an edit that changes the tasks
+    (two items instead of one), the same command resumed and kept the old file's records
+    (react 3/3 where the edited file gives 1/3). A comment changes nothing."""
+    family = tmp_path / "family.yaml"
+    text = (ROOT / "envs/families/examples/stock_check.yaml").read_text()
+    family.write_text(text)
+    args = ("env=file", f"env.file.path={family}", "planner=react")
+    out = tmp_path / "run"
+    run(cfg_of(*args), out)
+    before = (out / "episodes.jsonl").read_bytes()
+    family.write_text(text + "# a comment, the same declaration\n")
+    run(cfg_of(*args), out)  # resumes: nothing to run
+    assert (out / "episodes.jsonl").read_bytes() == before
+    edited = "simple: {layers: [{node: item, width: 2}"
+    family.write_text(text.replace("simple: {layers: [{node: item, width: 1}", edited))
+    with pytest.raises(RunDirError, match=r"env\.file\.declaration_sha256"):
+        run(cfg_of(*args), out)
+    assert (out / "episodes.jsonl").read_bytes() == before
+    fresh = tmp_path / "fresh"
+    run(cfg_of(*args), fresh)
+    assert read_jsonl(fresh / "episodes.jsonl") != read_jsonl(out / "episodes.jsonl")
+
+
 def test_output_only_keys_do_not_change_the_run(reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
