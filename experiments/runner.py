@@ -167,6 +167,9 @@ class RunSettings(_Settings):
         for v in values:
             if v not in COMPLEXITIES:
                 raise ValueError(f"must be one of {list(COMPLEXITIES)}")
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:  # each of its tasks would run twice, and the tables refuse duplicates
+            raise ValueError(f"names {', '.join(twice)} more than once; name each once")
         return [str(v) for v in values]
 
 

@@ -307,6 +307,8 @@ def test_a_dead_endpoint_stops_the_job_within_seconds(tmp_path: Path) -> None:
         ("trials=0", "trials=0"),
         ("concurrency=0", "concurrency=0"),
         ("complexity=hard", 'complexity="hard"'),
+        # ran every task twice, then the tables raised a traceback over the duplicates
+        ("complexity=[simple,medium,simple]", "names simple more than once"),
         ("budget.max_tokens_per_episode=-5", "budget.max_tokens_per_episode=-5"),
         ("budget.max_llm_calls_per_episode=0", "budget.max_llm_calls_per_episode=0"),
         ("+n_task=3", "n_task=3: unknown key"),
