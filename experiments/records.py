@@ -583,12 +583,48 @@ def write_json_atomic(path: Path, payload: Any) -> None:
     _write_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
+RUN_OUTPUTS = (EPISODES, TRACES, RUN_FILE, STATUS_FILE, "episodes.parquet", "figures")
+"""What a job writes into its run dir under these names (``.hydra/`` is rewritten, Hydra's
+job log kept) ..."""
+RUN_OUTPUT_PATTERNS = (
+    "summary.*",
+    "comparisons.csv",
+    "seed_table*",
+    "sensitivity*",
+    "budget_curves*",
+    "scenarios*",
+)
+"""... and under these patterns (the tables, a named experiment's reports)."""
+
+
+def set_aside(out_dir: Path) -> str | None:
+    """Move a run's outputs out of the way (``resume=false``) as ``<name>.replaced``, or, if
+    an earlier start-over already used that, ``<name>.replaced.2``, ``.3``, ... (one suffix
+    for the whole set): no earlier run's records are ever overwritten, and no table or
+    Parquet file of the old run stays beside the new records. Returns the suffix used."""
+    found = [out_dir / name for name in RUN_OUTPUTS if (out_dir / name).exists()]
+    for pattern in RUN_OUTPUT_PATTERNS:
+        found += [p for p in sorted(out_dir.glob(pattern)) if ".replaced" not in p.name]
+    if not found:
+        return None
+    taken = {p.name for p in out_dir.iterdir()}
+    n = 1
+    while True:
+        suffix = ".replaced" if n == 1 else f".replaced.{n}"
+        if not any(p.name + suffix in taken for p in found):
+            break
+        n += 1
+    for path in found:
+        os.replace(path, path.with_name(path.name + suffix))
+    return suffix
+
+
 def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) -> str:
     """Bind ``out_dir`` to this configuration; returns its ``config_id``.
 
     With ``resume`` a dir made by another configuration is refused (naming the differing
-    keys); without it the old records are moved aside (``*.replaced``) and the run starts
-    over.
+    keys); without it the old run's records and tables are moved aside (:func:`set_aside`:
+    ``*.replaced``, then ``*.replaced.2``, ...) and the run starts over.
     """
     ident = identity(config)
     config_id = fingerprint(config)
@@ -613,9 +649,7 @@ def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) ->
             "(the old records are kept as *.replaced)"
         )
     if not resume:
-        for name in (EPISODES, TRACES, RUN_FILE, STATUS_FILE):
-            if (out_dir / name).exists():
-                os.replace(out_dir / name, out_dir / f"{name}.replaced")
+        set_aside(out_dir)
     if not resume or not has_records or not run_file.exists():
         write_json_atomic(run_file, {"config_id": config_id, "config": ident})
     return config_id

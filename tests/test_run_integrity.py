@@ -153,6 +153,26 @@ def test_an_edited_family_file_is_another_configuration(tmp_path: Path) -> None:
     assert read_jsonl(fresh / "episodes.jsonl") != read_jsonl(out / "episodes.jsonl")
 
 
+def test_starting_over_keeps_every_earlier_run_and_no_stale_table(tmp_path: Path) -> None:
+    """resume=false moved only the records files, each to ``*.replaced``: a second start-over
+    overwrote the first one's ``*.replaced`` (seed 0's records lost), and the old run's
+    episodes.parquet and summary.* stayed beside the new records until the new job
+    finished (after a kill, a notebook loading episodes.parquet read the old config)."""
+    from experiments.runner import finish
+
+    out = tmp_path / "run"
+    for seed in (0, 1, 2):
+        run(cfg_of(f"seed={seed}", "resume=false"), out)
+        if seed < 2:
+            finish(out, seed, ["react", "plan_execute"], figures=False)
+    assert {r["seed"] for r in read_jsonl(out / "episodes.jsonl")} == {2}
+    assert {r["seed"] for r in read_jsonl(out / "episodes.jsonl.replaced")} == {0}
+    assert {r["seed"] for r in read_jsonl(out / "episodes.jsonl.replaced.2")} == {1}
+    assert not (out / "episodes.parquet").exists() and not (out / "summary.md").exists()
+    assert (out / "episodes.parquet.replaced.2").exists()
+    assert (out / "summary.csv.replaced").exists() and (out / "summary.csv.replaced.2").exists()
+
+
 def test_output_only_keys_do_not_change_the_run(reference: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
