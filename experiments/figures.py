@@ -1417,7 +1417,11 @@ def write_figures(
     Figures are drawn by ``processes`` forked workers (default: one per available core, at
     most one per figure): drawing dominates a small job's time and each figure is
     independent. The bytes do not depend on the number of workers.
+
+    No measured episode (e.g. a cost cap that cut the first one): no figure, an empty list.
     """
+    if df.empty:
+        return []
     _check(df)
     df = with_swept_columns(df)
     groups = [k for k in swept_keys(df) if k != "seed"]

@@ -34,7 +34,7 @@ from experiments.metrics import (
     time_to_recover,
     with_swept_columns,
 )
-from experiments.records import as_categories, measured
+from experiments.records import INFRASTRUCTURE_ERROR, JOB_COST_CAP, as_categories, measured
 
 MISSING = "--"
 """Placeholder for cells without data (ASCII so it is safe in Markdown and LaTeX)."""
@@ -283,6 +283,30 @@ def _latex_per_env(table: pd.DataFrame, caption: str, label: str, *, wide: bool)
     return "\n".join(parts)
 
 
+def left_out_text(df: pd.DataFrame) -> str:
+    """What :func:`~experiments.records.measured` leaves out of ``df``, each kind counted and
+    named as what it is ("" when nothing is left out)."""
+    if "failure_mode" not in df.columns:
+        return ""
+    infra = df["failure_mode"] == INFRASTRUCTURE_ERROR
+    capped = ~infra & (df["stop_reason"] == JOB_COST_CAP if "stop_reason" in df.columns else False)
+    parts = []
+    if int(infra.sum()):
+        parts.append(
+            f"{int(infra.sum())} infrastructure_error episode(s) (the LLM endpoint failed, not "
+            "the agent)"
+        )
+    if int(capped.sum()):
+        parts.append(
+            f"{int(capped.sum())} episode(s) the job's cost cap cut (stop reason job_cost_cap: "
+            "the cap ended it, not the agent)"
+        )
+    if not parts:
+        return ""
+    how = " with a higher budget.max_cost_usd" if int(capped.sum()) else ""
+    return f"{' and '.join(parts)} are left out of every table; rerun the job{how} to measure them."
+
+
 def method_text(*, seed: int, n_boot: int, n_episodes: int) -> str:
     """The 'Method' paragraph, so each table states how its numbers were computed."""
     return (
@@ -402,6 +426,8 @@ def pass_k_table(df: pd.DataFrame) -> pd.DataFrame:
     """pass@k (Chen et al. 2021), pass^k (tau-bench) and consistency (share of tasks whose k
     trials agree) for k = 1, 2 and the trial count, when tasks ran several trials."""
     df = with_swept_columns(df)
+    if df.empty:  # nothing measured (e.g. a cost cap that cut the first episode)
+        return pd.DataFrame()
     keys = cell_keys(df)
     trials = int(
         df.groupby(keys + ["task_id"] + (["seed"] if "seed" not in keys else [])).size().max()
@@ -526,9 +552,9 @@ def write_summaries(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    left_out = len(df)
-    df = measured(tables_frame(df))  # infrastructure_error: the endpoint's failure, not the agent's
-    left_out -= len(df)
+    df = tables_frame(df)
+    left_out = left_out_text(df)
+    df = measured(df)  # infrastructure_error: the endpoint's failure, not the agent's
     df = with_swept_columns(df)
     summary = summarize(df, seed=seed, n_boot=n_boot, planner_order=planner_order)
     several_envs = "env" in df.columns and df["env"].nunique() > 1
@@ -542,10 +568,7 @@ def write_summaries(
     fail = failure_table(failures)
     method = method_text(seed=seed, n_boot=n_boot, n_episodes=len(df))
     if left_out:
-        method += (
-            f" {left_out} infrastructure_error episode(s) (the LLM endpoint failed, not the "
-            "agent) are left out of every table; rerun the job to measure them."
-        )
+        method += f" {left_out}"
     paired = paired_table(df, seed=seed, planner_order=planner_order, comparisons=comparisons)
     passk = pass_k_table(df)
     recovery = recovery_table(df, seed=seed, n_boot=n_boot)
@@ -568,6 +591,11 @@ def write_summaries(
         [
             "# planarena summary",
             "",
+            *(
+                []
+                if len(df)
+                else [f"No measured episode, so every table is empty. {left_out}".strip(), ""]
+            ),
             "## Completion rate",
             "",
             "Completion rate % [95% CI] (n episodes) per planner and complexity.",

@@ -264,3 +264,36 @@ def test_the_cli_stops_at_the_cap_with_exit_status_5_and_writes_the_tables(
     timing = ("latency_s", "llm_queue_s", "llm_requests", "cache_hits")  # measured wall time
     a, b = ([{k: v for k, v in r.items() if k not in timing} for r in x] for x in runs)
     assert a == b and [r["llm_calls"] for r in a] == [2, 2, 1]
+
+
+def test_a_cap_that_cuts_the_first_episode_ends_with_status_5_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A cap below one episode's cost: the only record is the cut one, so no episode is left
+    to tabulate. The tables said so and the job stopped with status 5; it crashed in the
+    consistency table (int of NaN) with no status.json."""
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.runner",
+        "env=report",
+        "planner=react",
+        "complexity=simple",
+        "n_tasks=2",
+        "progress=false",
+        "budget.max_cost_usd=0.0001",
+        f"hydra.run.dir={out}",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 5, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert json.loads((out / "status.json").read_text())["status"] == "cost_cap"
+    (record,) = rows(out)
+    assert record["stop_reason"] == "job_cost_cap"
+    summary = (out / "summary.md").read_text()
+    assert "No measured episode" in summary
+    assert "1 episode(s) the job's cost cap cut" in summary
+    assert "infrastructure_error episode" not in summary  # it was called one
+    assert pd.read_csv(out / "summary.csv")["n"].sum() == 0

@@ -201,3 +201,37 @@ def test_summary_tex_compiles_in_a_two_column_paper(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "Overfull \\hbox" not in proc.stdout
     assert "Float too large" not in proc.stdout  # one table per env, so a page holds it
+
+
+def test_left_out_episodes_are_counted_as_what_they_are(tmp_path: Path) -> None:
+    """The Method paragraph counts infrastructure errors and cost-cap cuts apart: a cut
+    episode was reported as an 'infrastructure_error episode (the LLM endpoint failed)'."""
+    from experiments.tables import left_out_text
+
+    df = pd.DataFrame(
+        {
+            "failure_mode": ["none", "infrastructure_error", "budget_exhausted", "dead_end"],
+            "stop_reason": ["final", "infrastructure_error", "job_cost_cap", "final"],
+        }
+    )
+    text = left_out_text(df)
+    assert text.startswith("1 infrastructure_error episode(s)")
+    assert "1 episode(s) the job's cost cap cut" in text
+    assert left_out_text(df.iloc[[0, 3]]) == ""
+    only_cut = left_out_text(df.iloc[[2]])
+    assert "infrastructure_error" not in only_cut and "cost cap cut" in only_cut
+
+
+def test_tables_of_records_with_no_measured_episode_say_so(tmp_path: Path) -> None:
+    """Every record left out (a cost cap that cut the first episode, or an endpoint that
+    failed at once): empty tables and a line saying why, no exception; and no figure."""
+    from experiments.figures import write_figures
+
+    df = make_episodes().assign(
+        success=False, failure_mode="infrastructure_error", stop_reason="infrastructure_error"
+    )
+    summary = write_summaries(df, tmp_path, seed=0)
+    assert summary.empty
+    md = (tmp_path / "summary.md").read_text()
+    assert "No measured episode" in md and f"{len(df)} infrastructure_error episode(s)" in md
+    assert write_figures(df.iloc[0:0], tmp_path) == []
