@@ -252,6 +252,27 @@ def unknown_planners(order: Sequence[str] | None, df: pd.DataFrame) -> list[str]
     return [p for p in dict.fromkeys(order or ()) if p not in known]
 
 
+def repeated_runs(df: pd.DataFrame) -> str:
+    """Why the records cannot be tabulated together, "" when they can: episodes whose
+    identifying keys and swept config values repeat (a dir given twice, or two runs of one
+    configuration) would pool copies into a cell and make the pairing of planners on a task
+    ambiguous; the report used to warn, then stop with a traceback in the comparisons."""
+    keys = [k for k in EPISODE_KEYS if k in df.columns]
+    keys += [k for k in swept_keys(df) if k not in keys]
+    if not keys:
+        return ""
+    repeated = df.duplicated(keys, keep=False)
+    dups = int(df.duplicated(keys).sum())
+    if not dups:
+        return ""
+    dirs = ", ".join(map(str, pd.unique(df.loc[repeated, "run_dir"]))) if "run_dir" in df else ""
+    return (
+        f"{dups} episode(s) repeat the keys {list(EPISODE_KEYS)} and swept config values of "
+        f"another (in {dirs}): a dir given twice, or runs of the same configuration; give each "
+        "run once (the tables would pool the copies)"
+    )
+
+
 def warn_duplicates(df: pd.DataFrame) -> None:
     """Say loudly when merged records pool conditions into one table cell."""
     dups = duplicate_episodes(df)
@@ -313,6 +334,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (FileNotFoundError, RecordsError) as exc:  # a missing or damaged file: one line
             parser.exit(2, f"planarena-report: {exc}\n")
         df = runs.frame
+        if df.empty:  # an empty episodes.jsonl (a job killed before its first episode)
+            names = ", ".join(map(str, args.dirs))
+            parser.exit(2, f"planarena-report: no episode recorded under {names}\n")
+        repeated = repeated_runs(df)
+        if repeated:
+            parser.exit(2, f"planarena-report: {repeated}\n")
         unknown = unknown_planners(order, df)
         if unknown:
             known = ", ".join(known_planners(df)) or "none"
@@ -321,7 +348,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"planarena-report: --planner-order: no planner {', '.join(unknown)} in the "
                 f"records (planners: {known})\n",
             )
-        warn_duplicates(df)
         if args.parquet:
             write_episodes_parquet(runs, args.out)
     table = render(df, args.out, seed=resolve_seed(df, args.seed), planner_order=order)

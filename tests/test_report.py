@@ -150,6 +150,32 @@ def test_merging_dirs_needs_out_and_pools_their_episodes(
     assert resolve_seed(df, None) == 0 and resolve_seed(df, 7) == 7
 
 
+def test_a_dir_given_twice_is_one_line_not_a_traceback(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``planarena-report RUN RUN --out OUT`` warned that the cells pool the copies, then
+    stopped with a ValueError traceback in the comparisons (duplicate episodes)."""
+    with pytest.raises(SystemExit) as exc:
+        main([str(run_dir), str(run_dir), "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "repeat the keys" in err and "give each run once" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "summary.md").exists()
+
+
+def test_a_run_with_no_episode_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty episodes.jsonl (a job killed before its first episode): it raised KeyError
+    'episode table is missing required columns'."""
+    (tmp_path / "episodes.jsonl").write_text("")
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path)])
+    assert exc.value.code == 2
+    assert "no episode recorded" in capsys.readouterr().err
+
+
 def test_missing_records_fail_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path)])
