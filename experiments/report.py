@@ -351,6 +351,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.parquet:
             write_episodes_parquet(runs, args.out)
     table = render(df, args.out, seed=resolve_seed(df, args.seed), planner_order=order)
+    harness = int((df["failure_mode"] == "harness_error").sum()) if "failure_mode" in df else 0
+    if harness:  # the runner exits 1 for them; a report must not hide them in a rate
+        print(
+            f"WARNING: {harness} harness_error episode(s) (bugs of planarena, not the agent's "
+            "failures) are counted as failures in these tables; see summary.md",
+            file=sys.stderr,
+        )
     print(f"{completion_heading(df)} — {args.out}\n{table}")
     return 0
 

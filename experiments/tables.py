@@ -307,6 +307,28 @@ def left_out_text(df: pd.DataFrame) -> str:
     return f"{' and '.join(parts)} are left out of every table; rerun the job{how} to measure them."
 
 
+def harness_error_text(summary: pd.DataFrame) -> str:
+    """A warning when episodes ended in ``harness_error`` (an exception in planarena itself,
+    not an outcome of the agent: must be 0): the tables count them as failures, so the
+    completion rates of their cells are too low. "" when there is none."""
+    if "harness_errors" not in summary.columns or not int(summary["harness_errors"].sum()):
+        return ""
+    hit = summary[summary["harness_errors"] > 0]
+    keys = [k for k in _keys_of(summary) if summary[k].nunique(dropna=False) > 1] or ["planner"]
+    cells = "; ".join(
+        " ".join(str(v) for v in row) + f" ({n})"
+        for row, n in zip(
+            hit[keys].itertuples(index=False, name=None), hit["harness_errors"], strict=True
+        )
+    )
+    return (
+        f"**WARNING: {int(hit['harness_errors'].sum())} harness_error episode(s)** (an "
+        "exception in planarena, not the agent's failure; see each record's detail and "
+        "traces.jsonl) are counted as failures here, so these cells' completion rates are too "
+        f"low: {cells}. Fix the cause and rerun the job: a resume runs them again."
+    )
+
+
 def method_text(*, seed: int, n_boot: int, n_episodes: int) -> str:
     """The 'Method' paragraph, so each table states how its numbers were computed."""
     return (
@@ -596,6 +618,7 @@ def write_summaries(
                 if len(df)
                 else [f"No measured episode, so every table is empty. {left_out}".strip(), ""]
             ),
+            *([harness, ""] if (harness := harness_error_text(summary)) else []),
             "## Completion rate",
             "",
             "Completion rate % [95% CI] (n episodes) per planner and complexity.",

@@ -176,6 +176,21 @@ def test_a_run_with_no_episode_is_one_line_not_a_traceback(
     assert "no episode recorded" in capsys.readouterr().err
 
 
+def test_a_report_on_harness_errors_warns(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """planarena-report counted harness_error episodes as failures without a word (the
+    runner exits 1 for them; a report of the same records said nothing)."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir / ".hydra", run / ".hydra")
+    rows = [json.loads(x) for x in (run_dir / "episodes.jsonl").read_text().splitlines()]
+    rows[0].update(success=False, failure_mode="harness_error", stop_reason="harness_error")
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(run), "--out", str(tmp_path / "out")]) == 0
+    assert "WARNING: 1 harness_error episode(s)" in capsys.readouterr().err
+    assert "WARNING: 1 harness_error" in (tmp_path / "out" / "summary.md").read_text()
+
+
 def test_missing_records_fail_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path)])

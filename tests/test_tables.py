@@ -235,3 +235,19 @@ def test_tables_of_records_with_no_measured_episode_say_so(tmp_path: Path) -> No
     md = (tmp_path / "summary.md").read_text()
     assert "No measured episode" in md and f"{len(df)} infrastructure_error episode(s)" in md
     assert write_figures(df.iloc[0:0], tmp_path) == []
+
+
+def test_harness_errors_are_flagged_at_the_top_of_summary_md(tmp_path: Path) -> None:
+    """A harness_error is a bug of ours counted as the planner's failure: summary.md said
+    nothing of it outside the failure-mode shares, so a lowered rate could reach a paper."""
+    df = make_episodes()
+    clean = write_summaries(df, tmp_path / "clean", seed=0)
+    assert int(clean["harness_errors"].sum()) == 0
+    assert "harness_error episode(s)" not in (tmp_path / "clean" / "summary.md").read_text()
+    at = df.index[(df["planner"] == "react") & (df["complexity"] == "medium")][0]
+    df.loc[at, ["success", "failure_mode"]] = [False, "harness_error"]
+    write_summaries(df, tmp_path / "hit", seed=0)
+    md = (tmp_path / "hit" / "summary.md").read_text()
+    head = md.split("## Completion rate")[0]
+    assert "WARNING: 1 harness_error episode(s)" in head
+    assert "react medium (1)" in head
