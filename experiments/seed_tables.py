@@ -38,6 +38,7 @@ ARTICLE_93 = {
     "hallucinated_tool_call": ("hallucinated tool call", 15, 11),
 }
 ORDER = ["react", "plan_execute", "plan_execute_replan", "tot"]
+SEED_ENV = "report"  # §9 measures report-writing tasks: the tables are this env's episodes
 FAILURE_PLANNERS = ("react", "plan_execute", "plan_execute_replan")  # §9.3's columns
 
 
@@ -180,7 +181,22 @@ def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
 
 
 def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 0) -> str:
-    """Write ``seed_tables.md`` (and CSVs) into ``out_dir``; return the Markdown."""
+    """Write ``seed_tables.md`` (and CSVs) into ``out_dir``; return the Markdown.
+
+    The tables are computed from the :data:`SEED_ENV` episodes alone (§9's setting); other
+    envs of the run are named and left to ``summary.md``, never pooled into a cell."""
+    envs = [str(e) for e in dict.fromkeys(df["env"])] if "env" in df.columns else [SEED_ENV]
+    others = [e for e in envs if e != SEED_ENV]
+    if SEED_ENV not in envs:
+        text = (
+            "# The seed article's §9 tables, measured\n\n"
+            f"§9 measures `{SEED_ENV}` tasks and this run has none (envs: "
+            f"{', '.join(envs)}): no table. Run `planarena experiment=seed_tables`.\n"
+        )
+        (out_dir / "seed_tables.md").write_text(text, encoding="utf-8")
+        return text
+    if others:
+        df = df[df["env"] == SEED_ENV].reset_index(drop=True)
     summary = summarize(df, seed=seed, planner_order=ORDER)
     t91, t92, t93 = table_91(summary), table_92(summary), table_93(df)
     text = (
@@ -189,7 +205,14 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
                 "# The seed article's §9 tables, measured",
                 "Each cell: our measurement [95% interval] and, in brackets, the article's"
                 " illustrative estimate. The article's numbers are not measurements; ours are,"
-                " under these assumptions:\n\n" + assumptions(cfg, df),
+                " under these assumptions:\n\n"
+                + assumptions(cfg, df)
+                + (
+                    f"\n- Env(s) {', '.join(f'`{e}`' for e in others)} of this run are not in"
+                    f" these tables (§9 is about `{SEED_ENV}` tasks); summary.md has them."
+                    if others
+                    else ""
+                ),
                 "## 9.1 Completion rate by complexity\n\n"
                 + t91.drop(columns=["planner"]).to_markdown(index=False),
                 "## 9.2 Cost and latency on medium tasks\n\n"

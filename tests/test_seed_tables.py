@@ -111,3 +111,22 @@ def test_rendered_markdown_shows_the_half_percent_rates(tmp_path: Path) -> None:
     for rate in ("26.5%", "81.5%", "82.5%", "75.5%", "90.5%"):
         assert rate in section
     assert (tmp_path / "seed_tables.md").read_text(encoding="utf-8") == text
+
+
+def test_the_tables_are_the_report_envs_when_the_run_has_several(tmp_path: Path) -> None:
+    """``planarena experiment=seed_tables 'env=[report,rag]'``: §9 is about report tasks, so
+    every table is computed from the report env's episodes alone and says so. The cells
+    showed whichever env's row came first, 9.3 pooled both envs' failures, and the header
+    read 'Env report ... n = 400' (both envs' episodes per planner x complexity)."""
+    report = episodes()
+    rag = report.assign(env="rag", success=False, failure_mode="dead_end")
+    df = pd.concat([rag, report], ignore_index=True)  # rag first: its rows come first
+    text = render(df, {"seed": 0, "llm": {}, "faults": {}}, tmp_path, seed=0)
+    (tmp_path / "alone").mkdir()
+    alone = render(report, {"seed": 0, "llm": {}, "faults": {}}, tmp_path / "alone", seed=0)
+    for section in ("## 9.1", "## 9.2", "## 9.3"):
+        ours = text.split(section)[1].split("\n\n")[1]
+        assert ours == alone.split(section)[1].split("\n\n")[1], section
+    assert "n = 200 tasks per planner x complexity" in text
+    assert "n = 400" not in text
+    assert "rag" in text.split("## 9.1")[0]  # the left-out env is named
