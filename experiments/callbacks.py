@@ -88,7 +88,7 @@ class AggregateSweep(Callback):
                 traceback.print_exc()  # turns a callback's exception into a warning)
                 print(f"planarena: the sweep aggregate of {sweep_dir} failed", file=sys.stderr)
                 sys.exit(1)
-            print(f"\nSweep completion rate (95% Wilson interval) — {sweep_dir}\n{table}")
+            print(f"\nSweep — {sweep_dir}\n{table}")
         else:
             print(
                 f"WARNING: no finished job under {sweep_dir}; nothing to aggregate", file=sys.stderr
@@ -109,7 +109,8 @@ def _status(job_dir: Path) -> str:
 
 def aggregate(jobs: list[Path], sweep_dir: Path, *, figures: bool = True) -> str:
     """The sweep's ``episodes.parquet``, ``summary.*`` and (with ``figures``) ``figures/`` from
-    the records of ``jobs``; returns the completion table. Reads them as ``planarena-report
+    the records of ``jobs``; returns the completion table under a heading naming its interval
+    (Wilson, or the task bootstrap when trials repeat). Reads them as ``planarena-report
     SWEEP_DIR --parquet`` does: the tables from the columns they read, the merged Parquet
     copied a row group at a time (not every column of every episode held at once)."""
     from experiments.report import (
@@ -127,8 +128,10 @@ def aggregate(jobs: list[Path], sweep_dir: Path, *, figures: bool = True) -> str
         warn_duplicates(df)
         write_episodes_parquet(runs, sweep_dir)
     seed = resolve_seed(df, None)
-    if not figures:  # tables only, as the jobs did
-        from experiments.tables import format_completion_table, write_summaries
+    from experiments.tables import completion_heading, format_completion_table, write_summaries
 
-        return format_completion_table(write_summaries(df, sweep_dir, seed=seed))
-    return render(df, sweep_dir, seed=seed)
+    if not figures:  # tables only, as the jobs did
+        table = format_completion_table(write_summaries(df, sweep_dir, seed=seed))
+    else:
+        table = render(df, sweep_dir, seed=seed)
+    return f"{completion_heading(df)}\n{table}"

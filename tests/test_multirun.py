@@ -49,7 +49,7 @@ def test_multirun_writes_sweep_level_summary_and_figures(tmp_path: Path) -> None
     assert len(list((out / "figures").glob("*.pdf"))) >= 4
     assert not list(out.glob("*/figures"))  # jobs leave figures to the aggregate
     assert not (out / "episodes.jsonl").exists()  # a rerun of the aggregate cannot double
-    assert "Sweep completion rate" in proc.stdout
+    assert "Sweep — " in proc.stdout and "Completion rate (95% Wilson interval)" in proc.stdout
     # the sweep-level files are exactly what planarena-report makes from the same jobs
     report = tmp_path / "report"
     subprocess.run(
@@ -144,7 +144,8 @@ def test_aggregate_holds_only_the_columns_the_tables_read(
     assert "blob" in whole.columns and len(whole) == len(df)
     reference = tmp_path / "whole"
     summary = write_summaries(whole, reference, seed=0)
-    assert table == tables.format_completion_table(summary)
+    # under the heading that names its interval (the task bootstrap when trials repeat)
+    assert table == f"{tables.completion_heading(whole)}\n{tables.format_completion_table(summary)}"
     for name in ("summary.csv", "summary.md", "summary.tex", "comparisons.csv"):
         assert (sweep_dir / name).read_bytes() == (reference / name).read_bytes(), name
     whole["run_dir"] = [Path(r).name for r in whole["run_dir"]]

@@ -25,4 +25,4 @@ def test_ray_launcher_aggregates_byte_identically(tmp_path: Path) -> None:
     jobs = sorted(p.name for p in ray.iterdir() if (p / "episodes.jsonl").exists())
     assert jobs == sorted(p.name for p in basic.iterdir() if (p / "episodes.jsonl").exists())
     assert len(jobs) == 4
-    assert "Sweep completion rate" in proc.stdout
+    assert "Sweep — " in proc.stdout and "Completion rate (95% Wilson interval)" in proc.stdout
