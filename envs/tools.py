@@ -10,13 +10,13 @@ injection (``envs.faults``) and the call log used by the grader and the metrics.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from envs import clock
+from envs.jsontext import encoder
 from envs.rng import KeyedDraws
 
 # Transient kinds: a retry can help. Faults are injected by envs.faults; world errors
@@ -214,12 +214,12 @@ def _probit(p: float) -> float:
     )
 
 
-_ARGS_KEY = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+_ARGS_KEY = encoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 def args_key(args: Mapping[str, Any]) -> str:
     """A canonical text form of args, used to key per-argument draws and faults."""
-    return _ARGS_KEY.encode(args)
+    return _ARGS_KEY(args)
 
 
 class CallCounter:

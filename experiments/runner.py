@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import sys
 from array import array
@@ -45,6 +44,7 @@ from pydantic import (
 
 from envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
 from envs.faults import FaultConfig
+from envs.jsontext import encoder
 from experiments.cost_cap import CostCapReached, CostLedger, JobCostGate
 from experiments.episode import EpisodeRecord, run_episode
 from experiments.llm_factory import (
@@ -104,7 +104,7 @@ OmegaConf.register_new_resolver("planarena_unique", _unique_suffix, use_cache=Tr
 OmegaConf.register_new_resolver("planarena_job_dir", _job_dir_name, replace=True)
 
 # One encoder for every trace line (``json.dumps`` with options builds one per call).
-_TRACE_JSON = json.JSONEncoder(default=str, sort_keys=True)
+_TRACE_JSON = encoder(default=str, sort_keys=True)
 
 
 class _Settings(BaseModel):
@@ -388,7 +388,7 @@ class OrderedWriter:
             return
         self.buffer[index] = (
             record.model_dump_json(),
-            _TRACE_JSON.encode(trace) if self.traces is not None else "",
+            _TRACE_JSON(trace) if self.traces is not None else "",
         )
         self._drain()
 
@@ -577,7 +577,7 @@ async def run_jobs(
             rec.failure_mode,
             rec.detail,
             rec.model_dump_json(),
-            _TRACE_JSON.encode(trace) if writer.traces is not None else "",
+            _TRACE_JSON(trace) if writer.traces is not None else "",
         )
 
     try:

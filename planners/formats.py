@@ -30,11 +30,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
+
+from envs.jsontext import encoder
+
+_DECODER = json.JSONDecoder()  # stateless: one for every raw_decode
 
 ACTION_TURN_FORMAT = (
     "Respond in exactly this format:\n"
@@ -159,7 +163,7 @@ def lenient_json(text: str, notes: list[str], *, start: str = "{[") -> Any:
         notes.append("prose around JSON")
     candidate = candidate[first:]
     try:
-        value, _ = json.JSONDecoder().raw_decode(candidate)
+        value, _ = _DECODER.raw_decode(candidate)
         return value
     except (ValueError, RecursionError):
         pass
@@ -281,7 +285,7 @@ def parse_action_turn(text: str, *, max_chars: int = 50_000) -> ActionTurn:
             strict_error = OutputParseError("no 'Action Input:' line after the action")
         else:
             try:
-                value, _ = json.JSONDecoder().raw_decode(text[start.end() :].strip())
+                value, _ = _DECODER.raw_decode(text[start.end() :].strip())
             except json.JSONDecodeError as err:
                 strict_error = OutputParseError(f"Action Input is not valid JSON: {err.msg}")
             else:
@@ -345,13 +349,9 @@ def parse_score(text: str) -> float:
     return _score_of(match)
 
 
-_DUMPS = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
-
-
-def dumps(value: Any) -> str:
-    """Compact, deterministic JSON for prompts and observations (one encoder, built once:
-    ``json.dumps`` with options builds a new one per call, a cost in the simulator's loop)."""
-    return _DUMPS.encode(value)
+dumps: Callable[[Any], str] = encoder(ensure_ascii=False, sort_keys=True)
+"""Compact, deterministic JSON for prompts and observations (one encoder, built once:
+``json.dumps`` with options builds a new one per call, a cost in the simulator's loop)."""
 
 
 def observation_text(result: Any = None, error: str | None = None) -> str:
@@ -375,7 +375,7 @@ _STEP_LINE = re.compile(r"^- (\S+) (\S+) (\{.*)$")
 def parse_step_lines(text: str) -> list[tuple[str, str, Any, bool, str]]:
     """Read back execution-log lines: (step_id, tool, args, ok, observation text)."""
     out = []
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     for line in text.splitlines():
         m = _STEP_LINE.match(line)
         if not m:

@@ -13,6 +13,7 @@ import random
 from collections.abc import Sequence
 
 from envs import clock
+from envs.jsontext import encoder
 from envs.tools import Toolbox
 from planners.base import PlannerStats, TaskView
 from planners.executor import LadderPolicy, PlanExecutor
@@ -31,6 +32,8 @@ from planners.prompts import plan_system
 from search import SearchResult
 
 Steps = tuple[str, ...]  # a partial plan: each step as canonical JSON text
+
+_PLAN_JSON = encoder()  # json.dumps(...), built once
 
 
 def record_tree(llm: EpisodeLLM, result: SearchResult) -> None:
@@ -191,7 +194,7 @@ class PartialPlanProblem:
 def plan_text(goal: str, state: Steps) -> str:
     """The Plan JSON of a partial plan (its ``done`` marker dropped)."""
     steps = [json.loads(s) for s in state]
-    return json.dumps({"goal": goal, "steps": [s for s in steps if not s.get("done")]})
+    return _PLAN_JSON({"goal": goal, "steps": [s for s in steps if not s.get("done")]})
 
 
 def never_parsed(problem: PartialPlanProblem, stats: PlannerStats) -> bool:

@@ -9,7 +9,6 @@ totals per role (planner, executor, evaluator, replanner, rollout).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,18 +16,19 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from envs import clock
+from envs.jsontext import encoder
 from planners.formats import Generated
 from planners.llm.profiles import ModelProfile
 from planners.llm.tokens import ENCODING, count_messages, count_text
 
 Message = Mapping[str, str]
-_DIGEST_JSON = json.JSONEncoder(ensure_ascii=False)
+_DIGEST_JSON = encoder(ensure_ascii=False)
 
 
 @lru_cache(maxsize=2048)  # recent messages; bounded
 def _message_json(role: str, content: str) -> str:
     """``[role, content]`` as JSON: one item of :meth:`Request.digest_of`'s material."""
-    return _DIGEST_JSON.encode([role, content])
+    return _DIGEST_JSON([role, content])
 
 
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")

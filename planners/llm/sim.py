@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envs.jsontext import encoder
 from envs.oracle import (
     REPORT_UNREACHABLE,
     SUBMIT_ANSWER,
@@ -50,6 +51,8 @@ from planners.llm.base import Completion, Message, Request
 from planners.llm.profiles import ModelProfile, SkillProfile
 from planners.llm.tokens import count_messages
 
+_DECODER = json.JSONDecoder()  # stateless: one for every raw_decode
+_PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 _STEP_ID = re.compile(r"\bstep_(\d+)\b")
 _FAILED_STEP = re.compile(r"^Failed step: (\S+)", re.MULTILINE)
 
@@ -183,7 +186,7 @@ def _json_after(prompt: str, marker: str) -> Any:
     if at < 0:
         return None
     try:
-        value, _ = json.JSONDecoder().raw_decode(prompt[at + len(marker) :].lstrip())
+        value, _ = _DECODER.raw_decode(prompt[at + len(marker) :].lstrip())
     except json.JSONDecodeError:
         return None
     return value
@@ -680,7 +683,7 @@ class _Decider:
                 break
             steps.append(rendered)
         plan = {"goal": getattr(getattr(self.oracle, "task", None), "goal", ""), "steps": steps}
-        text = json.dumps(plan, ensure_ascii=False)
+        text = _PLAN_JSON(plan)
         if self.rng.random() < self.skill.p_sloppy_json:
             head, _, tail = text.rpartition("]}")
             text = "```json\n" + head + ",]}" + tail + "\n```"
@@ -784,7 +787,7 @@ class _Decider:
             candidate = {"done": True} if stop else rendered
             if candidate not in chosen:
                 chosen.append(candidate)
-        return self._break(json.dumps(chosen, ensure_ascii=False))
+        return self._break(_PLAN_JSON(chosen))
 
     def rate_candidates(self, messages: Sequence[Message]) -> str:
         last = messages[-1]["content"]
