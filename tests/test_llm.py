@@ -223,3 +223,44 @@ def test_a_belief_is_the_points_own_draws_whatever_was_asked_before(err: float) 
         for sim in (warm, fresh):
             belief = sim.belief(skill, point, available, err, mistakes)
             assert (belief.top, belief.values) == (top, want)
+
+
+def test_a_prompt_read_on_from_the_last_one_has_the_digest_and_tokens_of_a_fresh_read() -> None:
+    """PromptReader continues from the previous request only when it begins with the very
+    same message texts; whatever the sequence of requests (a growing transcript, a shorter
+    one, a changed message, another conversation), each read equals a fresh one."""
+    import random
+
+    from planners.llm.base import PromptReader, Request
+
+    rng = random.Random(3)
+    pool = ["Task: find ü", 'Observation: {"a": 1}', "x" * 700 + "\n{" + "y " * 90, ""]
+    reader = PromptReader()
+    messages: list[dict[str, str]] = []
+    continued = 0
+    for _ in range(400):
+        move = rng.random()
+        if move < 0.6 or not messages:  # the transcript grows
+            messages = [
+                *messages,
+                {
+                    "role": rng.choice(["user", "assistant"]),
+                    "content": rng.choice(pool) + str(rng.random()),
+                },
+            ]
+            continued += 1
+        elif move < 0.75:  # a shorter request that shares a prefix
+            messages = messages[: rng.randrange(len(messages))]
+        elif move < 0.9:  # one message replaced: by an equal text in a new object, or another
+            i = rng.randrange(len(messages))
+            text = messages[i]["content"]
+            text = "".join(list(text)) if rng.random() < 0.5 else text + " (edited)"
+            messages = [
+                *messages[:i],
+                {"role": messages[i]["role"], "content": text},
+                *messages[i + 1 :],
+            ]
+        else:  # another conversation
+            messages = [{"role": "system", "content": rng.choice(pool)}]
+        assert reader.read(messages) == (Request.digest_of(messages), count_messages(messages))
+    assert continued > 100

@@ -19,7 +19,12 @@ from envs import clock
 from envs.jsontext import encoder
 from planners.formats import Generated
 from planners.llm.profiles import ModelProfile
-from planners.llm.tokens import ENCODING, count_messages, count_text
+from planners.llm.tokens import (
+    ENCODING,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_REPLY,
+    count_text,
+)
 
 Message = Mapping[str, str]
 _DIGEST_JSON = encoder(ensure_ascii=False)
@@ -94,6 +99,46 @@ class Request:
         encoding (cached: a transcript resends the same messages every turn)."""
         material = "[" + ", ".join([_message_json(m["role"], m["content"]) for m in messages]) + "]"
         return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
+
+
+class PromptReader:
+    """A request's digest (:meth:`Request.digest_of`) and o200k prompt tokens
+    (:func:`~planners.llm.tokens.count_messages`), continued from the last request's when its
+    messages begin with the very same message texts (a transcript that grows turn by turn is
+    hashed and counted once, not once a turn). Equal to the two functions for any messages."""
+
+    __slots__ = ("_seen", "_state", "_tokens")
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str, str]] = []  # the (role, content) objects read last
+        self._state = hashlib.blake2b(b"[", digest_size=16)  # the material after them
+        self._tokens = TOKENS_PER_REPLY
+
+    def read(self, messages: Sequence[Message]) -> tuple[str, int]:
+        """(digest, prompt tokens) of ``messages``."""
+        seen = self._seen
+        n = len(seen)
+        if (
+            n
+            and n <= len(messages)
+            and all(
+                messages[i]["role"] is r and messages[i]["content"] is c
+                for i, (r, c) in enumerate(seen)
+            )
+        ):
+            state, tokens = self._state.copy(), self._tokens
+        else:
+            n, state, tokens = 0, hashlib.blake2b(b"[", digest_size=16), TOKENS_PER_REPLY
+        for i in range(n, len(messages)):
+            role, content = messages[i]["role"], messages[i]["content"]
+            item = _message_json(role, content)
+            state.update((", " + item if i else item).encode())
+            tokens += TOKENS_PER_MESSAGE + count_text(content)
+        self._seen = [(m["role"], m["content"]) for m in messages]
+        self._state, self._tokens = state, tokens
+        final = state.copy()
+        final.update(b"]")
+        return final.hexdigest(), tokens
 
 
 @dataclass(frozen=True)
@@ -182,6 +227,7 @@ class EpisodeLLM:
         self.budget = budget or Budget()
         self.cost_gate = cost_gate  # the job's cost cap, if any
         self._asked: Counter[str] = Counter()
+        self._prompts = PromptReader()
 
     def model_for(self, role: str) -> ModelProfile:
         return self.models.get(role, self.models["default"])
@@ -196,11 +242,10 @@ class EpisodeLLM:
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         model = self.model_for(role)
-        counted_prompt = count_messages(messages)
+        digest, counted_prompt = self._prompts.read(messages)
         self._check_budget(counted_prompt)
         if self.cost_gate is not None:  # the job's cost cap: refused before anything is sent
             self.cost_gate.check(self.usage)
-        digest = Request.digest_of(messages)
         request = Request(digest, self._asked[digest], counted_prompt)
         self._asked[digest] += 1
         start = clock.now()
