@@ -137,6 +137,7 @@ class FaultInjector(ToolboxWrapper):
         self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
         self._key_valid: dict[str, bool] | None = None
         self._episode_hits: dict[tuple[int, str], bool] = {}
+        self._outages: dict[tuple[int, str, int], float | None] = {}  # slot -> outage start
         self.injected = 0
 
     def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
@@ -154,12 +155,21 @@ class FaultInjector(ToolboxWrapper):
         for k in (slot, slot - 1):
             if k < 0:
                 continue
-            if self.draws.uniform01("outage", index, rule.kind, tool, k) >= rule.rate:
-                continue
-            start = (k + self.draws.uniform01("outage-at", index, tool, k)) * rule.slot_s
-            if start <= t < start + rule.duration_s:
+            start = self._outage_start(index, rule, tool, k)
+            if start is not None and start <= t < start + rule.duration_s:
                 return True
         return False
+
+    def _outage_start(self, index: int, rule: FaultRule, tool: str, k: int) -> float | None:
+        """When the outage of slot ``k`` starts (None: no outage in that slot); drawn once."""
+        key = (index, tool, k)
+        if key in self._outages:
+            return self._outages[key]
+        start = None
+        if self.draws.uniform01("outage", index, rule.kind, tool, k) < rule.rate:
+            start = (k + self.draws.uniform01("outage-at", index, tool, k)) * rule.slot_s
+        self._outages[key] = start
+        return start
 
     def predrawn(self, tool: str, args: Mapping[str, Any]) -> list[str]:
         """Fault kinds a call of ``tool`` with ``args`` meets whoever makes it and whenever:

@@ -238,6 +238,16 @@ class ReportWorld(Toolbox):
                 self.docs[b.press_doc] = (b, True)
         self._specs = {s.name: s for s in SPECS}
 
+    @classmethod
+    def of(cls, task: Task) -> ReportWorld:
+        """The world of ``task``, built once for the task object: the toolbox, the fault
+        exposure, the oracle and the grader of an episode read one world (it holds no state
+        a call changes), and so do the planners that run the same task after it."""
+        global _LAST_WORLD
+        if _LAST_WORLD is None or _LAST_WORLD.task is not task:
+            _LAST_WORLD = cls(task)
+        return _LAST_WORLD
+
     def catalogue(self) -> list[ToolSpec]:
         return list(SPECS)
 
@@ -346,9 +356,12 @@ class ReportWorld(Toolbox):
         return {"summary": "\n".join(lines), "items": len(lines)}
 
 
+_LAST_WORLD: ReportWorld | None = None  # ReportWorld.of's one task
+
+
 def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
     """Progress = share of required figures stated on a line naming the company and the year."""
-    branches = branches_of(task)
+    branches = ReportWorld.of(task).branches
     trap_urls = {b.press_url for b in branches if b.stale_trap}
     touched = any(c.tool == "parse_pdf" and c.args.get("url") in trap_urls for c in calls)
     # evidence that a missing report is missing: the regulator's registry said so for the
@@ -423,7 +436,8 @@ class ReportEnv:
     def make_tools(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
     ) -> EpisodeTools:
-        return wrap_tools(ReportWorld(task), latency=self.latency, rules=rules, seed_keys=seed_keys)
+        world = ReportWorld.of(task)
+        return wrap_tools(world, latency=self.latency, rules=rules, seed_keys=seed_keys)
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
         return grade(task, answer, calls)
@@ -434,9 +448,10 @@ class ReportEnv:
         from envs.faults import FaultInjector
         from envs.report_oracle import precise_queries
 
-        injector = FaultInjector(ReportWorld(task), rules, seed_keys=seed_keys)
+        world = ReportWorld.of(task)
+        injector = FaultInjector(world, rules, seed_keys=seed_keys)
         kinds: set[str] = set()
-        for b in branches_of(task):
+        for b in world.branches:
             kinds.update(injector.predrawn("search_web", {"query": precise_queries(b)[0]}))
             if b.published:
                 kinds.update(injector.predrawn("parse_pdf", {"url": b.report_url}))

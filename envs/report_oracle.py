@@ -47,7 +47,7 @@ class ReportOracle:
 
     def __init__(self, task: Task) -> None:
         self.task = task
-        self.world = ReportWorld(task)
+        self.world = ReportWorld.of(task)
         self.branches = self.world.branches
         self._tool_names = frozenset(spec.name for spec in self.world.catalogue())
 

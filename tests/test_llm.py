@@ -264,3 +264,21 @@ def test_a_prompt_read_on_from_the_last_one_has_the_digest_and_tokens_of_a_fresh
             messages = [{"role": "system", "content": rng.choice(pool)}]
         assert reader.read(messages) == (Request.digest_of(messages), count_messages(messages))
     assert continued > 100
+
+
+def test_a_signature_is_the_digest_of_what_was_observed_whatever_was_read_before() -> None:
+    """SimLLM.signature keeps each observation's part of the material: it must equal the
+    digest of the (tool, args JSON, error) tuples for none, one and several observations,
+    read again, in another order, and for equal observations that are other objects."""
+    from envs.oracle import Obs
+    from planners.formats import dumps
+    from planners.llm.sim import _digest
+
+    task = tasks("medium", 1)[0]
+    sim = SimLLM(SKILLS["strong"], ReportOracle(task), seed_keys=(0, "report", task.task_id, 0))
+    a = Obs("obs_0", "search_web", {"query": "ü 2024"}, {"count": 1})
+    b = Obs("obs_1", "parse_pdf", {"url": "u"}, "ERROR http_503: down", "http_503")
+    c = Obs("obs_0", "search_web", {"query": "ü 2024"}, {"count": 1})  # equal to a
+    for obs in ([], [a], [a, b], [b, a], [a, b, c], [c], [a, b]):
+        expected = _digest(*((o.tool, dumps(o.args), o.error) for o in obs))
+        assert sim.signature(obs) == expected

@@ -236,6 +236,9 @@ class SimLLM:
         # JSON of values the episode's prompts share (an observation's args and result are
         # re-read every turn): keyed by identity, the value kept alive beside its text
         self._json: dict[int, tuple[object, str]] = {}
+        # per observation (by identity, kept alive beside): its part of a signature's material
+        self._sig_parts: dict[int, tuple[Obs, str]] = {}
+        self._invented: dict[str, str] = {}  # the tool the model would invent for a step
         self._noticed: dict[tuple[str, str, str], float] = {}
         self._first_points: dict[str, str] = {}  # decision points of the first plan's steps
         # the transcript read last: its (role, content) objects, its observations, pending
@@ -308,8 +311,27 @@ class SimLLM:
         return text
 
     def signature(self, observations: Sequence[Obs]) -> str:
-        """What was observed, independent of how a prompt numbered it."""
-        return _digest(*((o.tool, self.json_of(o.args), o.error) for o in observations))
+        """What was observed, independent of how a prompt numbered it: the digest of
+        ``(tool, args JSON, error)`` per observation (``_digest`` of those tuples, its repr
+        put together from each observation's part, computed once per observation)."""
+        parts = []
+        known = self._sig_parts
+        for o in observations:
+            part = known.get(id(o))
+            if part is None or part[0] is not o:
+                part = known[id(o)] = (o, repr((o.tool, self.json_of(o.args), o.error)))
+            parts.append(part[1])
+        material = f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+        return hashlib.blake2b(material.encode(), digest_size=8).hexdigest()
+
+    def invented_tool(self, key: str) -> str:
+        """The tool name this model would invent at the step ``key`` (one draw an episode)."""
+        tool = self._invented.get(key)
+        if tool is None:
+            tools = self.oracle.hallucinated_tools()
+            tool = tools[int(self.draws.uniform01("invent", key) * len(tools))]
+            self._invented[key] = tool
+        return tool
 
     def _misses(self, skill: SkillProfile, o: Obs) -> bool:
         key = (o.tool, self.json_of(o.args), self.json_of(o.result))
@@ -523,9 +545,7 @@ class _Decider:
         options["premise"] = (ahead.tool, self.sim.guess(ahead.args))
         if obs and options.get("trap") != early:
             options["early"] = early
-        tools = self.oracle.hallucinated_tools()
-        invented = tools[int(self.sim.draws.uniform01("invent", g.key) * len(tools))]
-        options["invented"] = (invented, literal_args(g.args, obs))
+        options["invented"] = (self.sim.invented_tool(g.key), literal_args(g.args, obs))
         # options that coincide with the right move are the right move
         return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
 
@@ -616,8 +636,7 @@ class _Decider:
         step = g.trap if kind == "trap" and g.trap is not None else g
         rendered = render_step(step, ids)
         if kind == "invented":
-            tools = self.oracle.hallucinated_tools()
-            rendered["tool"] = tools[int(self.sim.draws.uniform01("invent", g.key) * len(tools))]
+            rendered["tool"] = self.sim.invented_tool(g.key)
         elif kind == "premise":
             rendered["args"] = self.sim.guess(step.args)
         elif kind == "stop":
