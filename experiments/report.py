@@ -362,5 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def cli() -> None:
+    """The console command: :func:`main`, ended without the interpreter's teardown."""
+    from experiments.process import run_and_exit
+
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

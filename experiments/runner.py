@@ -1044,5 +1044,12 @@ def main() -> None:
     app()
 
 
+def cli() -> None:
+    """The ``planarena`` command: :func:`main`, ended without the interpreter's teardown."""
+    from experiments.process import run_and_exit
+
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
     main()

@@ -839,6 +839,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def cli() -> None:
+    """The console command: :func:`main`, ended without the interpreter's teardown."""
+    from experiments.process import run_and_exit
+
+    run_and_exit(main)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
 
@@ -848,6 +855,7 @@ __all__ = [
     "assign_lanes",
     "default_output",
     "load_trace",
+    "cli",
     "main",
     "plan_graph",
     "render_episode",
