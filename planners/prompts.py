@@ -60,9 +60,26 @@ def _system(template: str, signatures: tuple[str, ...]) -> str:
     return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)
 
 
+_SIGNATURES: dict[int, tuple[ToolSpec, str]] = {}  # per tool spec (by identity, kept alive)
+
+
+def _signatures(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+    """Each tool's signature line, formatted once per spec (an episode asks for every turn's
+    system prompt; the specs are the env's constants)."""
+    out = []
+    for t in tools:
+        known = _SIGNATURES.get(id(t))
+        if known is None or known[0] is not t:
+            if len(_SIGNATURES) > 4096:  # specs built per task (a family file): bounded
+                _SIGNATURES.clear()
+            known = _SIGNATURES[id(t)] = (t, t.signature())
+        out.append(known[1])
+    return tuple(out)
+
+
 def react_system(tools: Sequence[ToolSpec]) -> str:
-    return _system("react", tuple(t.signature() for t in tools))
+    return _system("react", _signatures(tools))
 
 
 def plan_system(tools: Sequence[ToolSpec]) -> str:
-    return _system("plan", tuple(t.signature() for t in tools))
+    return _system("plan", _signatures(tools))
