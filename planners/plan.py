@@ -320,6 +320,7 @@ _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", r
 
 
 _STRING_OR_ESCAPE_RE = re.compile(r'\\.|"(?:\\.|[^"\\])*"', re.DOTALL)
+_NOT_BRACKET_RE = re.compile(r"[^\[\]{}]+")
 
 
 def _check_depth(text: str, max_depth: int) -> None:
@@ -334,7 +335,7 @@ def _check_depth(text: str, max_depth: int) -> None:
     if outside.count("[") + outside.count("{") <= max_depth:
         return
     depth = 0
-    for char in outside:
+    for char in _NOT_BRACKET_RE.sub("", outside):  # the brackets alone, picked out in C
         if char in "[{":
             depth += 1
             if depth > max_depth:
@@ -507,7 +508,10 @@ def _parse_step(raw: Any, index: int, tools: frozenset[str], notes: list[str]) -
     )
 
 
-def _check_dependencies(steps: list[PlanStep], completed: frozenset[str]) -> nx.DiGraph:
+def _check_dependencies(
+    steps: list[PlanStep], completed: frozenset[str]
+) -> dict[str, frozenset[str]]:
+    """Refuse unknown, self and cyclic dependencies; returns each step's ancestors."""
     ids = {s.id for s in steps}
     for s in steps:
         for dep in s.depends_on:
@@ -519,18 +523,26 @@ def _check_dependencies(steps: list[PlanStep], completed: frozenset[str]) -> nx.
     graph.add_nodes_from(ids)
     graph.add_edges_from((d, s.id) for s in steps for d in s.depends_on if d in ids)
     try:
+        order = list(nx.topological_sort(graph))
+    except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(graph)
-    except nx.NetworkXNoCycle:
-        return graph
-    path = " -> ".join([edge[0] for edge in cycle] + [cycle[-1][1]])
-    raise PlanError("cyclic_dependency", f"dependency cycle: {path}")
+        path = " -> ".join([edge[0] for edge in cycle] + [cycle[-1][1]])
+        raise PlanError("cyclic_dependency", f"dependency cycle: {path}") from None
+    ancestors: dict[str, frozenset[str]] = {}  # per step (nx.ancestors of each, in one pass)
+    for node in order:
+        above: set[str] = set()
+        for parent in graph.predecessors(node):
+            above.add(parent)
+            above |= ancestors[parent]
+        ancestors[node] = frozenset(above)
+    return ancestors
 
 
 def _check_placeholders(
-    steps: list[PlanStep], graph: nx.DiGraph, completed: frozenset[str]
+    steps: list[PlanStep], ancestors_of: dict[str, frozenset[str]], completed: frozenset[str]
 ) -> None:
     for s in steps:
-        ancestors = nx.ancestors(graph, s.id)
+        ancestors = ancestors_of[s.id]
         for ref, parts in find_placeholders(s.args):
             if ref not in ancestors and ref not in completed:
                 shown = ".".join([ref, *parts])
@@ -563,13 +575,43 @@ def parse_plan(
 
     `completed` lists ids of steps already executed before a replan: the new plan may
     depend on them and reference their results.
+
+    The same text is often parsed again (the plan every static planner is given for a
+    prompt, a candidate a judge scored and then runs): the outcome is kept for the last
+    :data:`PARSED_KEPT` distinct calls. A kept :class:`Plan` is shared, so it must be read
+    only (tests check that episodes of every planner leave the kept plans as parsed).
     """
     if not isinstance(text, str):
         raise PlanError("schema", f"plan text must be a string, got {type(text).__name__}")
+    # is_truncated is part of the key: a text cut at max_tokens is never repaired, an equal
+    # text that was not cut may be
+    key = (text, is_truncated(text), frozenset(tools), frozenset(completed), max_chars, max_depth)
+    outcome = PARSED.get(key)
+    if outcome is None:
+        try:
+            outcome = _parse_plan(*key[:1], *key[2:])
+        except PlanError as err:
+            outcome = (err.reason, str(err))
+        if len(PARSED) >= PARSED_KEPT:
+            del PARSED[next(iter(PARSED))]  # the oldest
+        PARSED[key] = outcome
+    if isinstance(outcome, Plan):
+        return outcome
+    raise PlanError(*outcome)  # a fresh error (and traceback) for every caller
+
+
+PARSED_KEPT = 2048
+"""Distinct parse_plan calls whose outcome (the plan, or the error's reason and message) is
+kept, oldest out first: a few MB at most."""
+PARSED: dict[tuple[Any, ...], Plan | tuple[Any, str]] = {}
+
+
+def _parse_plan(
+    text: str, tool_set: frozenset[str], completed: frozenset[str], max_chars: int, max_depth: int
+) -> Plan:
     if len(text) > max_chars:
         raise PlanError("too_large", f"plan text has {len(text)} chars (max {max_chars})")
     _check_depth(text, max_depth)
-    tool_set = frozenset(tools)
     done = frozenset(canonical_step_id(c) for c in completed)
 
     notes: list[str] = []
@@ -604,8 +646,8 @@ def parse_plan(
         seen.add(step.id)
         steps.append(step)
 
-    graph = _check_dependencies(steps, done)
-    _check_placeholders(steps, graph, done)
+    ancestors = _check_dependencies(steps, done)
+    _check_placeholders(steps, ancestors, done)
     if is_rag and not any(s.tool == "synthesize" for s in steps):
         raise PlanError("missing_synthesize", "RAG plan has no synthesize step")
 

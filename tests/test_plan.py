@@ -436,3 +436,45 @@ def test_resolve_fails_loudly(args: dict[str, Any], deps: list[str]) -> None:
         resolve_args(make_step(args, deps), RESULTS)
     assert info.value.reason == "unresolvable_placeholder"
     assert "step_9" in str(info.value)
+
+
+def test_episodes_of_every_planner_leave_the_plans_parse_plan_keeps_as_parsed() -> None:
+    """parse_plan keeps its outcomes and hands the same Plan to every caller of the same
+    text (the planners of a job, a judge and then the executor), so nothing may change a
+    kept plan: after episodes of every planner on every env, with faults and replans, each
+    kept outcome equals a fresh parse of its text."""
+    from pathlib import Path
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from envs.faults import FaultConfig
+    from experiments.episode import simulate
+    from planners import plan as plan_module
+    from planners.llm.profiles import SKILLS
+
+    root = Path(__file__).resolve().parents[1]
+    rules = FaultConfig(
+        **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/heavy.yaml"))
+    ).rules
+    planners = ["plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
+    plan_module.PARSED.clear()
+    for env_name in ("report", "rag", "code_gen"):
+        env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{env_name}.yaml"))
+        for task in env.generate(2, seed=2, complexity="complex"):
+            for name in planners:
+                planner = instantiate(OmegaConf.load(root / "configs/planner" / f"{name}.yaml"))
+                simulate(name, planner, env, task, skill=SKILLS["weak"], rules=rules, seed=2)
+    kept = list(plan_module.PARSED.items())
+    assert sum(isinstance(o, Plan) for _, o in kept) > 20
+    for (text, _truncated, tools, completed, max_chars, max_depth), outcome in kept:
+        try:
+            fresh: Plan | tuple[str, str] = plan_module._parse_plan(
+                text, tools, completed, max_chars, max_depth
+            )
+        except PlanError as err:
+            fresh = (err.reason, str(err))
+        if isinstance(outcome, Plan):
+            assert isinstance(fresh, Plan) and outcome.model_dump() == fresh.model_dump()
+        else:
+            assert outcome == fresh
