@@ -1007,6 +1007,10 @@ class FamilyOracle:
         self.task = task
         self.index = index or FamilyIndex(decl, task)
         self._tool_names = frozenset(decl.tools)
+        # what depends on the declaration and the task alone, computed once per oracle
+        self._facts_of: dict[str, set[str]] = {}
+        self._conditions: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self._required: list[tuple[str, str]] | None = None
 
     def tool_names(self) -> frozenset[str]:
         return self._tool_names
@@ -1015,10 +1019,13 @@ class FamilyOracle:
         return list(self.decl.hallucinated_tools)
 
     def _fact_fields(self, tool: str) -> set[str]:
-        t = self.decl.tools.get(tool)
-        fields = set(self.decl.answer.facts)
-        if t is not None and "wrong_result" in t.faults:
-            fields |= set(t.faults["wrong_result"].corrupt_fields or [])
+        fields = self._facts_of.get(tool)
+        if fields is None:
+            t = self.decl.tools.get(tool)
+            fields = set(self.decl.answer.facts)
+            if t is not None and "wrong_result" in t.faults:
+                fields |= set(t.faults["wrong_result"].corrupt_fields or [])
+            self._facts_of[tool] = fields
         return fields
 
     def _nulls(self, o: Obs) -> bool:
@@ -1174,8 +1181,7 @@ class FamilyOracle:
         dead: set[str],
     ) -> GoldStep:
         call_tool, fallback = self._tool_for(tool, dead)
-        tpl = self.decl.templates[nd["template"]]
-        ctx = {"name": nd["name"], "slug": nd["slug"], **self.task.world["vars"], **nd["vars"]}
+        post, pre = self._step_conditions(key, call_tool, nd)
         out: dict[str, Any] = {}
         deps: list[str] = []
         for k, v in args.items():
@@ -1189,9 +1195,22 @@ class FamilyOracle:
         for p in nd["parents"]:
             if states[p].done is None and p not in deps:
                 deps.append(p)
-        post = [str(fmt(c, ctx, "post")) for c in tpl.post]
-        pre = [*self._pre(call_tool, nd), *(str(fmt(c, ctx, "pre")) for c in tpl.pre)]
         return GoldStep(key, call_tool, out, deps=deps, post=post, pre=pre, fallback=fallback)
+
+    def _step_conditions(
+        self, key: str, tool: str, nd: Mapping[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        """(post-, pre-conditions) of node ``key``'s step when called with ``tool``: they
+        depend on the node and the task alone, so they are formatted once (new lists each
+        time: a gold step's lists are its own)."""
+        known = self._conditions.get((key, tool))
+        if known is None:
+            tpl = self.decl.templates[nd["template"]]
+            ctx = {"name": nd["name"], "slug": nd["slug"], **self.task.world["vars"], **nd["vars"]}
+            post = [str(fmt(c, ctx, "post")) for c in tpl.post]
+            pre = [*self._pre(tool, nd), *(str(fmt(c, ctx, "pre")) for c in tpl.pre)]
+            known = self._conditions[(key, tool)] = (post, pre)
+        return list(known[0]), list(known[1])
 
     def _build(self, states: dict[str, _NodeState], dead: set[str]) -> list[GoldStep]:
         steps: list[GoldStep] = []
@@ -1221,12 +1240,14 @@ class FamilyOracle:
 
     def required(self) -> list[tuple[str, str]]:
         """(label, 'field: value') pairs the answer must state."""
-        out = []
-        for s in self.index.sinks:
-            res = self.index.nodes[s]["result"]
-            label = str(res[self.decl.answer.label])
-            out += [(label, f"{f}: {res[f]}") for f in self.decl.answer.facts]
-        return out
+        if self._required is None:
+            out = []
+            for s in self.index.sinks:
+                res = self.index.nodes[s]["result"]
+                label = str(res[self.decl.answer.label])
+                out += [(label, f"{f}: {res[f]}") for f in self.decl.answer.facts]
+            self._required = out
+        return list(self._required)
 
     def answer(self, observations: Sequence[Obs]) -> str | None:
         needed = self.required()
@@ -1298,7 +1319,7 @@ class FamilyEnv:
     # Built once and kept: the index of the tasks in use (every planner of a job runs the same
     # task object; make_tools, exposure, grade and the oracle each read it), the rules mapped
     # onto this family's tools (for the job's rule list) and the latency profiles.
-    _indexes: OrderedDict[int, tuple[Task, FamilyIndex]] = field(
+    _indexes: OrderedDict[int, tuple[Task, FamilyIndex, FamilyOracle]] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False
     )
     _mapped: tuple[Sequence[FaultRule], list[FaultRule]] | None = field(
@@ -1387,12 +1408,18 @@ class FamilyEnv:
 
     def index(self, task: Task) -> FamilyIndex:
         """The task's index, built once while the task is in use (the last 64 kept)."""
+        return self._indexed(task)[1]
+
+    def _indexed(self, task: Task) -> tuple[Task, FamilyIndex, FamilyOracle]:
+        """The task's index and oracle (which reads only the declaration and the task: the
+        planners that run the task share them), built once while the task is in use."""
         known = self._indexes.get(id(task))
         if known is not None and known[0] is task:
             self._indexes.move_to_end(id(task))
-            return known[1]
-        built = FamilyIndex(self.decl, task)
-        self._indexes[id(task)] = (task, built)  # the task kept alive: its id stays its own
+            return known
+        index = FamilyIndex(self.decl, task)
+        built = (task, index, FamilyOracle(self.decl, task, index))
+        self._indexes[id(task)] = built  # the task kept alive: its id stays its own
         if len(self._indexes) > 64:
             self._indexes.popitem(last=False)
         return built
@@ -1486,7 +1513,7 @@ class FamilyEnv:
         return sorted(kinds)
 
     def oracle(self, task: Task) -> FamilyOracle:
-        return FamilyOracle(self.decl, task, self.index(task))
+        return self._indexed(task)[2]
 
 
 def _factory(name: str) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -125,18 +126,25 @@ def classify(
     return "gave_up_after_tool_failure"
 
 
-_LAST_EXPOSURE: list[Any] = [None, None, None, None, []]  # env, task, rules, keys, exposure
+_EXPOSURES: OrderedDict[tuple[Any, ...], tuple[Env, Task, Sequence[FaultRule], list[str]]] = (
+    OrderedDict()
+)
+_EXPOSURES_KEPT = 256  # a job's planners run a block of tasks one after another
 
 
 def _exposure(env: Env, task: Task, rules: Sequence[FaultRule], keys: tuple[Any, ...]) -> list[str]:
-    """``env.exposure``, computed once for the planners that run one task after another: it is
-    drawn from the world alone (the same for every planner), so it is kept for the last
-    (env, task, rules) objects and world keys."""
-    last = _LAST_EXPOSURE
-    if last[0] is env and last[1] is task and last[2] is rules and last[3] == keys:
-        return list(last[4])
+    """``env.exposure``, computed once for the planners that run the same task: it is drawn
+    from the world alone (the same for every planner), so it is kept per (env, task, rules)
+    object and world keys, for the last :data:`_EXPOSURES_KEPT` of them."""
+    key = (id(env), id(task), id(rules), keys)
+    known = _EXPOSURES.get(key)
+    if known is not None and known[0] is env and known[1] is task and known[2] is rules:
+        _EXPOSURES.move_to_end(key)
+        return list(known[3])
     exposure = env.exposure(task, rules=rules, seed_keys=keys)
-    last[:] = [env, task, rules, keys, list(exposure)]
+    _EXPOSURES[key] = (env, task, rules, list(exposure))  # kept alive: their ids stay theirs
+    if len(_EXPOSURES) > _EXPOSURES_KEPT:
+        _EXPOSURES.popitem(last=False)
     return exposure
 
 

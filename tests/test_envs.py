@@ -404,3 +404,51 @@ def test_time_to_recover_counts_the_faulted_episodes_conditional_recovery_counts
     recover = recovery_time_table(df).set_index(keys)["n_faulted"]
     assert conditional.sum() > 0 and set(recover.index) <= set(conditional.index)
     assert recover.reindex(conditional.index, fill_value=0).to_dict() == conditional.to_dict()
+
+
+@pytest.mark.parametrize("name", [n for n in ENV_CONFIGS if n != "file"])
+def test_an_episode_does_not_depend_on_the_episodes_run_before_it(name: str) -> None:
+    """Worlds, oracles, fault exposures and parsed plans are kept for the planners that run
+    the same task: a planner's record must be the same whichever episodes ran before it
+    (every planner in one order, then in the reverse order, then each alone on a new env)."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from envs.faults import FaultConfig
+    from experiments.episode import simulate
+    from planners.llm.profiles import SKILLS
+
+    root = Path(__file__).resolve().parents[1]
+
+    def make_env() -> Any:
+        return instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
+
+    rules = FaultConfig(
+        **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/heavy.yaml"))
+    ).rules
+    names = sorted(p.stem for p in (root / "configs" / "planner").glob("*.yaml"))
+    planners = {
+        p: instantiate(OmegaConf.load(root / "configs/planner" / f"{p}.yaml")) for p in names
+    }
+
+    def records(env: Any, order: list[str], task: Any) -> dict[str, Any]:
+        out = {}
+        for p in order:
+            record, trace = simulate(p, planners[p], env, task, skill=SKILLS["weak"], rules=rules)
+            out[p] = (record.model_dump(exclude={"wall_s"}), trace)
+        return out
+
+    env = make_env()
+    for task in env.generate(2, seed=5, complexity="complex", unreachable_rate=0.3):
+        forward = records(env, names, task)
+        assert records(env, names[::-1], task) == forward
+        for p in names[:3]:
+            fresh = make_env()
+            (alone,) = fresh.generate(
+                1,
+                seed=5,
+                complexity="complex",
+                unreachable_rate=0.3,
+                start=int(task.task_id.rsplit("-", 1)[1]),
+            )
+            assert records(fresh, [p], alone)[p] == forward[p]
