@@ -1052,4 +1052,4 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli()
