@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from envs import caches
 from envs.base import (
     COMPLEXITIES,
     EpisodeTools,
@@ -357,6 +358,14 @@ class ReportWorld(Toolbox):
 
 
 _LAST_WORLD: ReportWorld | None = None  # ReportWorld.of's one task
+
+
+def _forget_world() -> None:
+    global _LAST_WORLD
+    _LAST_WORLD = None
+
+
+caches.register(_forget_world)
 
 
 def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:

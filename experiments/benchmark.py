@@ -10,7 +10,10 @@ Printed as Markdown tables:
    ``--react-sizes`` (default 1k, 10k, 100k episodes): end-to-end episodes/s and peak memory,
    to show whether memory stays flat in the number of episodes;
 3. with ``--n N``, per planner and complexity, in-process: episodes/s of the simulator +
-   planner + grader (default faults, strong skill), so a slow planner is visible on its own.
+   planner + grader (default faults, strong skill), so a slow planner is visible on its own;
+4. with ``--instructions``, the CPU instructions an episode costs (valgrind's callgrind),
+   for the default job's mix and for ReAct: a count that does not drift with the machine's
+   speed, to compare two versions of the code exactly.
 
 Wall-clock numbers depend on the machine; run it on the machine you report.
 """
@@ -19,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -173,6 +178,64 @@ def react_scaling(sizes: list[int], workers: list[str]) -> list[dict[str, object
     ]
 
 
+INSTRUCTION_JOBS = {
+    "default job (every planner, env and complexity)": ((), (1, 3)),
+    "planner=react env=report complexity=simple": (
+        ("planner=react", "env=report", "complexity=simple"),
+        (100, 400),
+    ),
+}
+"""What ``--instructions`` measures: overrides, and the two ``n_tasks`` whose difference is
+counted (so start-up, tables and the tokenizer's load cancel out)."""
+
+
+def _instructions(overrides: Sequence[str]) -> tuple[int, int]:
+    """(instructions, episodes) of one ``planarena`` job under callgrind (one process:
+    ``workers=1``, no figures; valgrind follows no child)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "valgrind.log"
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={tmp}/callgrind.out",
+            f"--log-file={log}",
+            sys.executable,
+            "-m",
+            "experiments.runner",
+            f"hydra.run.dir={tmp}/run",
+            "progress=false",
+            "workers=1",
+            "figures=false",
+            *overrides,
+        ]
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        found = re.search(r"Collected : (\d+)", log.read_text())
+        if found is None:
+            raise RuntimeError(f"valgrind printed no instruction count for {' '.join(overrides)}")
+        with (Path(tmp) / "run" / "episodes.jsonl").open("rb") as fh:
+            return int(found.group(1)), sum(1 for _ in fh)
+
+
+def instructions_per_episode() -> list[dict[str, object]]:
+    """Instructions an episode costs, by difference of two job sizes run side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = []
+    for name, (overrides, (small, large)) in INSTRUCTION_JOBS.items():
+        with ThreadPoolExecutor(2) as pool:  # each job is one process: both cores
+            (i_a, n_a), (i_b, n_b) = pool.map(
+                _instructions, [(*overrides, f"n_tasks={n}") for n in (small, large)]
+            )
+        rows.append(
+            {
+                "job": name,
+                "episodes counted": n_b - n_a,
+                "M instructions / episode": round((i_b - i_a) / (n_b - n_a) / 1e6, 2),
+            }
+        )
+    return rows
+
+
 def markdown(rows: list[dict[str, object]]) -> str:
     keys = list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
@@ -206,6 +269,11 @@ def main() -> None:
         help="workers= values to measure each job with (1: one core; auto: one per core)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the CPU instructions an episode costs (valgrind; a few minutes)",
+    )
     args = parser.parse_args()
     if args.n:
         print(f"## In-process throughput ({args.n} episodes per cell, faults=default, strong)\n")
@@ -216,6 +284,9 @@ def main() -> None:
     if args.react_sizes:
         print("\n## `planarena planner=react env=report complexity=simple n_tasks=N`\n")
         print(markdown(react_scaling(args.react_sizes, args.workers)))
+    if args.instructions:
+        print("\n## CPU instructions per episode (callgrind; the same on any day)\n")
+        print(markdown(instructions_per_episode()))
 
 
 if __name__ == "__main__":

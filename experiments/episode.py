@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envs import clock
+from envs import caches, clock
 from envs.base import Env, Grade, Task
 from envs.faults import FaultRule
 from envs.rng import derive_seed
@@ -130,6 +130,7 @@ _EXPOSURES: OrderedDict[tuple[Any, ...], tuple[Env, Task, Sequence[FaultRule], l
     OrderedDict()
 )
 _EXPOSURES_KEPT = 256  # a job's planners run a block of tasks one after another
+caches.register(_EXPOSURES.clear)
 
 
 def _exposure(env: Env, task: Task, rules: Sequence[FaultRule], keys: tuple[Any, ...]) -> list[str]:

@@ -42,6 +42,7 @@ from pydantic import (
     field_validator,
 )
 
+from envs import caches
 from envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
 from envs.faults import FaultConfig
 from envs.jsontext import encoder
@@ -887,6 +888,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         except CostCapReached as exc:  # a clean stop: the records written are complete
             capped = exc
         del prepared  # the jobs and their tasks (1-2 KB each): the tables read the records
+        caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
         figures = cfg.get("figures")
         draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from envs import clock
+from envs import caches, clock
 from envs.jsontext import encoder
 from planners.formats import Generated
 from planners.llm.profiles import ModelProfile
@@ -34,6 +34,9 @@ _DIGEST_JSON = encoder(ensure_ascii=False)
 def _message_json(role: str, content: str) -> str:
     """``[role, content]`` as JSON: one item of :meth:`Request.digest_of`'s material."""
     return _DIGEST_JSON([role, content])
+
+
+caches.register(_message_json.cache_clear)
 
 
 ROLES = ("planner", "executor", "evaluator", "replanner", "rollout")

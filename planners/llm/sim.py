@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envs import caches
 from envs.jsontext import encoder
 from envs.oracle import (
     REPORT_UNREACHABLE,
@@ -149,6 +150,10 @@ def _read_result(text: str) -> tuple[Any, str | None]:
         return json.loads(text), None
     except json.JSONDecodeError:
         return text, None
+
+
+caches.register(_read_action.cache_clear)
+caches.register(_read_result.cache_clear)
 
 
 def _transcript_observations(

@@ -19,6 +19,8 @@ from pathlib import Path
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
+from envs import caches
+
 ENCODING = "o200k_base"
 # The o200k_base split pattern and special tokens, as tiktoken_ext.openai_public defines them.
 _O200K_PAT = "|".join(
@@ -116,6 +118,10 @@ def count_text(text: str) -> int:
     if len(text) < _WHOLE_BELOW:
         return len(encoding().encode_ordinary(text))
     return sum(map(_count_piece, _pieces(text)))
+
+
+caches.register(count_text.cache_clear)
+caches.register(_count_piece.cache_clear)
 
 
 def count_messages(messages: Sequence[Mapping[str, str]]) -> int:
