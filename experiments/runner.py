@@ -1020,6 +1020,114 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
     return None
 
 
+PACKAGED_GROUPS = ("planner", "env")
+"""Groups whose options each sit at ``<group>.<option>`` (``# @package planner.react``); the
+other groups' chosen option is the whole ``<group>`` node."""
+
+
+def unknown_key_override(args: Sequence[str]) -> str | None:
+    """One line for the first command-line override of a key the config does not have
+    (``n_taks=3``, ``planner.react.paralel=true``), naming the keys it could have meant;
+    Hydra refuses these after composing, in a block of text, with exit status 1.
+
+    Checked before Hydra composes, from the config files: the root config's keys, the
+    group option files' keys, and those of a chosen experiment (which may add keys and
+    choose options). Only a key that certainly does not exist is refused; anything this
+    cannot settle (Hydra's own keys, an option with no file here, a key inside a value, an
+    extended search path) is left to Hydra. ``+key=`` adds a key and is checked after
+    composing, against the schema."""
+    if any("searchpath" in a or a.startswith(("-cd", "--config-dir", "-cp")) for a in args):
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = [a for a in args if not a.startswith("-") and "=" in a]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
+        return None
+    chosen = {"llm": "sim", "faults": "default"}  # config.yaml's defaults
+    given = {
+        o.key_or_group: o.value()
+        for o in parsed
+        if o.key_or_group in ("llm", "faults", "experiment")
+        and not o.is_sweep_override()
+        and isinstance(o.value(), str)
+    }
+    known = _option_keys_at(CONFIG_DIR / "config.yaml")
+    experiment = given.pop("experiment", None)
+    if experiment not in (None, "null"):
+        path = CONFIG_DIR / "experiment" / f"{experiment}.yaml"
+        if not path.is_file():
+            return None  # refused elsewhere, by name
+        known.update(_option_keys_at(path))
+        chosen.update(_experiment_choices(path))
+    chosen.update(given)
+    for o in parsed:
+        key = o.key_or_group
+        if o.is_add() or o.is_force_add() or o.is_delete() or o.package or "@" in key:
+            continue
+        head, *path = key.split(".")
+        note = ""  # the option a group's keys come from
+        if head == "hydra" or not path:
+            if head not in known and head != "hydra" and head not in CHECKED_GROUPS:
+                return _no_such_key(
+                    o.input_line, head, "", {**known, **dict.fromkeys(CHECKED_GROUPS)}
+                )
+            continue  # Hydra's own settings; a root key; a group choice (checked by name)
+        if head in PACKAGED_GROUPS:
+            option, *path = path
+            where = f"{head}.{option}"
+            group_file = CONFIG_DIR / head / f"{option}.yaml"
+        elif head in ("llm", "faults"):
+            where, note = head, f" (with {head}={chosen[head]})"
+            group_file = CONFIG_DIR / head / f"{chosen[head]}.yaml"
+        else:
+            where, group_file = "", None
+        if group_file is not None:
+            if not group_file.is_file() or not path:
+                continue  # an option with no file here, or the whole option replaced
+            node: Any = _option_keys_at(group_file)
+        else:
+            node, path = known, [head, *path]
+        for part in path:
+            if not isinstance(node, dict):
+                break  # inside a value (a list, a string): Hydra's to judge
+            if part not in node:
+                return _no_such_key(o.input_line, part, where, node, note)
+            node = node[part]
+            where = f"{where}.{part}" if where else part
+    return None
+
+
+def _option_keys_at(path: Path) -> dict[str, Any]:
+    """What a config file puts in the config: its keys but its defaults list."""
+    node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    return {k: v for k, v in node.items() if k != "defaults"} if isinstance(node, dict) else {}
+
+
+def _experiment_choices(path: Path) -> dict[str, str]:
+    """The llm and faults options an experiment file chooses (``override /llm: sim``)."""
+    defaults = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    out = {}
+    entries = defaults.get("defaults", []) if isinstance(defaults, dict) else []
+    for entry in entries if isinstance(entries, list) else []:
+        for name, value in entry.items() if isinstance(entry, dict) else []:
+            group = str(name).removeprefix("override").strip().lstrip("/")
+            if group in ("llm", "faults") and isinstance(value, str):
+                out[group] = value
+    return out
+
+
+def _no_such_key(line: str, part: str, where: str, node: dict[str, Any], note: str = "") -> str:
+    from difflib import get_close_matches
+
+    names = sorted(str(k) for k in node if not str(k).startswith("_"))
+    near = get_close_matches(part, names, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    scope = f" in {where}{note}" if where else ""
+    return f"{line}: no key {part!r}{scope}{hint} (keys: {', '.join(names)})"
+
+
 def secret_on_command_line(args: Sequence[str]) -> str | None:
     """One line refusing an override that would put a secret into the config
     (``+llm.api_key=sk-...``, or the key pasted as ``llm.api_key_env``), checked before
@@ -1039,7 +1147,10 @@ def secret_on_command_line(args: Sequence[str]) -> str | None:
 
 
 def main() -> None:
-    problem = secret_on_command_line(sys.argv[1:]) or unknown_group_choice(sys.argv[1:])
+    args = sys.argv[1:]
+    problem = (
+        secret_on_command_line(args) or unknown_group_choice(args) or unknown_key_override(args)
+    )
     if problem is not None:
         print(f"planarena: {problem}", file=sys.stderr)
         sys.exit(2)

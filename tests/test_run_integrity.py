@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -492,6 +493,85 @@ def test_a_mistyped_choice_is_refused_in_one_line(
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert expected in one_line_no_traceback(proc)
     assert not (tmp_path / "run" / "episodes.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["n_taks=3"], "n_taks=3: no key 'n_taks'; did you mean n_tasks?"),
+        (["planner.react.parallel=true"], "no key 'parallel' in planner.react (keys: max_parse"),
+        (["-m", "seed=0,1", "budget.max_tokens=100"], "did you mean max_tokens_per_episode?"),
+        (["llm.skill_overrides.p_trapp=0.3"], "no key 'p_trapp' in llm.skill_overrides (with"),
+        (["llm.model=gpt-4o"], "no key 'model' in llm (with llm=sim)"),
+        (["sensitivity.workers=1"], "no key 'sensitivity'"),  # only an experiment adds it
+    ],
+)
+def test_a_misspelt_key_is_refused_in_one_line_naming_what_it_could_be(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """An override of a key the config does not have printed Hydra's block of text with
+    exit 1 ('Could not override ...', 'Key ... is not in struct', a hint about a stack
+    trace); now one line naming the key, the nearest key and the keys there are, exit 2."""
+    proc = cli(tmp_path / "run", *args)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert expected in one_line_no_traceback(proc)
+    assert not (tmp_path / "run").exists()
+
+
+def _leaf_overrides(node: Any, prefix: str) -> list[str]:
+    """``key.path=1`` for every leaf (keys with a dot, e.g. a model name ``gpt-4.1``, cannot
+    be named on a command line: Hydra splits them too)."""
+    if isinstance(node, dict) and node:
+        return [
+            o
+            for k, v in node.items()
+            if "." not in str(k)
+            for o in _leaf_overrides(v, f"{prefix}.{k}")
+        ]
+    return [f"{prefix}=1"]
+
+
+def test_every_key_of_the_shipped_configs_passes_the_key_check_and_what_it_refuses_hydra_does() -> (
+    None
+):
+    """The check before composing must never refuse a key the config has: every leaf key of
+    the root config, of every planner, env, llm and faults option and of every experiment
+    (with its experiment chosen) passes it; and each override it refuses, Hydra's own
+    composition refuses too."""
+    from hydra.errors import ConfigCompositionException
+
+    from experiments.runner import CONFIG_DIR, unknown_key_override
+
+    def keys(path: Path) -> dict[str, Any]:
+        node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        assert isinstance(node, dict)
+        return {k: v for k, v in node.items() if k != "defaults" and not k.startswith("_")}
+
+    cases: list[list[str]] = []
+    root = keys(CONFIG_DIR / "config.yaml")
+    cases += [[o] for k, v in root.items() if k != "hydra" for o in _leaf_overrides(v, k)]
+    for group in ("planner", "env"):
+        for path in sorted((CONFIG_DIR / group).glob("*.yaml")):
+            prefix = f"{group}.{path.stem}"
+            cases += [[f"{group}=[{path.stem}]", o] for o in _leaf_overrides(keys(path), prefix)]
+    for group in ("llm", "faults"):
+        for path in sorted((CONFIG_DIR / group).glob("*.yaml")):
+            for k, v in keys(path).items():
+                cases += [[f"{group}={path.stem}", o] for o in _leaf_overrides(v, f"{group}.{k}")]
+    for path in sorted((CONFIG_DIR / "experiment").glob("*.yaml")):
+        for k, v in keys(path).items():
+            cases += [[f"experiment={path.stem}", o] for o in _leaf_overrides(v, k)]
+    assert len(cases) > 100
+    refused = [args for args in cases if unknown_key_override(args) is not None]
+    assert refused == []
+    misspelt = [["n_taks=3"], ["planner.react.parallel=true"], ["llm.model=x"],
+                ["env.rag.p_trapp=0.3"], ["budget.max_tokens=3"], ["sensitivity.workers=1"],
+                ["llm=openai", "llm.modl=x"]]  # fmt: skip
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        for args in misspelt:
+            assert unknown_key_override(args) is not None, args
+            with pytest.raises(ConfigCompositionException):
+                compose(config_name="config", overrides=args)
 
 
 # --------------------------------------------------------------------------- crash safety
