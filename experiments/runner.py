@@ -1038,9 +1038,11 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     composing, against the schema."""
     if any("searchpath" in a or a.startswith(("-cd", "--config-dir", "-cp")) for a in args):
         return None
+    overrides = [a for a in args if not a.startswith("-") and "=" in a]
+    if not overrides:
+        return None
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    overrides = [a for a in args if not a.startswith("-") and "=" in a]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
