@@ -3,8 +3,9 @@
 Tearing the interpreter down after a job (freeing every module, cache and table it loaded:
 pandas, pyarrow, matplotlib, the tokenizer) took about half a second, more than a small job's
 tables. Once a command has returned, every file it wrote is closed, so :func:`run_and_exit`
-runs the exit handlers (logging's flush, multiprocessing's and the launchers' clean-up) and
-then ends the process without that teardown.
+does what the interpreter does first at exit (wait for threads and run their exit hooks, e.g.
+the joblib launcher's worker shutdown; then the exit handlers: logging's flush,
+multiprocessing's clean-up) and ends the process without the teardown that follows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -28,7 +30,11 @@ def run_and_exit(command: Callable[[], int | None]) -> NoReturn:
     if isinstance(status, str):  # sys.exit("message"): printed, status 1
         print(status, file=sys.stderr)
         status = 1
-    atexit._run_exitfuncs()  # noqa: SLF001 - what Python runs at exit, before its teardown
+    # what Python runs at exit before its teardown, in its order: threads joined and their
+    # exit hooks (loky, the joblib launcher's executor, shuts its workers down there: skipped,
+    # multiprocessing's handler below waited 300 s for them), then the atexit handlers
+    threading._shutdown()  # type: ignore[attr-defined]  # noqa: SLF001
+    atexit._run_exitfuncs()  # noqa: SLF001
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream
             stream.flush()

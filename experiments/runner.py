@@ -1068,6 +1068,8 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
         key = o.key_or_group
         if o.is_add() or o.is_force_add() or o.is_delete() or o.package or "@" in key:
             continue
+        if "/" in key:  # a nested config group's choice (hydra/launcher=joblib): Hydra's
+            continue
         head, *path = key.split(".")
         note = ""  # the option a group's keys come from
         if head == "hydra" or not path:

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,8 +184,13 @@ def test_launchers_aggregate_byte_identically(
         pytest.skip(f"{module} not installed (pip install -e '.[joblib]' / '.[slurm]')")
     grid = ["planner=react,plan_execute", "seed=0,1", "figures=false"]
     basic, other = tmp_path / "basic", tmp_path / "other"
+    start = time.perf_counter()
     sweep(basic, *grid)
+    basic_s = time.perf_counter() - start
     sweep(other, *grid, *launcher)
+    # the command ends when its work does: joblib's workers lingered 300 s (their idle
+    # timeout) when the exit skipped the threads' exit hooks that shut them down
+    assert time.perf_counter() - start - basic_s < basic_s + 120
     for name in ("summary.csv", "summary.md"):
         assert (basic / name).read_bytes() == (other / name).read_bytes(), name
     jobs = sorted(p.name for p in other.iterdir() if (p / "episodes.jsonl").exists())

@@ -562,6 +562,8 @@ def test_every_key_of_the_shipped_configs_passes_the_key_check_and_what_it_refus
         for k, v in keys(path).items():
             cases += [[f"experiment={path.stem}", o] for o in _leaf_overrides(v, k)]
     assert len(cases) > 100
+    cases += [["hydra/launcher=joblib"], ["-m", "hydra/launcher=submitit_local", "seed=0,1"]]
+    cases += [["hydra.job.chdir=false"], ["~budget"], ["++extra=1"], ["planner=[react,bfs]"]]
     refused = [args for args in cases if unknown_key_override(args) is not None]
     assert refused == []
     misspelt = [["n_taks=3"], ["planner.react.parallel=true"], ["llm.model=x"],

@@ -234,3 +234,32 @@ def test_the_lazy_job_list_is_the_job_order_and_selects_like_a_list(tmp_path: Pa
     assert list(left) == [j for j in eager if j.trial == 0 and j.planner_name != "react"]
     assert list(left[::2]) == [j for j in eager if j.trial == 0 and j.planner_name != "react"][::2]
     assert jobs.without(lambda j: False) is jobs
+
+
+def test_a_command_ends_after_the_exit_hooks_of_threads_and_of_atexit(tmp_path: Path) -> None:
+    """run_and_exit skips the interpreter's teardown, not what Python runs at exit before it:
+    the threads' exit hooks (where the joblib launcher's executor stops its workers; skipped,
+    a sweep waited 300 s for them) and the atexit handlers, in that order; the command's exit
+    status and its output survive."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "cmd.py"
+    log = tmp_path / "log"
+    script.write_text(
+        "import atexit, sys, threading\n"
+        "from experiments.process import run_and_exit\n"
+        f"log = open({str(log)!r}, 'w')\n"
+        "threading._register_atexit(lambda: log.write('thread hook\\n'))\n"
+        "atexit.register(lambda: (log.write('atexit\\n'), log.close()))\n"
+        "def main():\n"
+        "    print('done')\n"
+        "    return 3\n"
+        "run_and_exit(main)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=root, timeout=60
+    )
+    assert proc.returncode == 3 and proc.stdout == "done\n", proc.stderr
+    assert log.read_text() == "thread hook\natexit\n"
