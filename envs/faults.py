@@ -138,7 +138,17 @@ class FaultInjector(ToolboxWrapper):
         self._key_valid: dict[str, bool] | None = None
         self._episode_hits: dict[tuple[int, str], bool] = {}
         self._outages: dict[tuple[int, str, int], float | None] = {}  # slot -> outage start
+        self._by_tool: dict[str, list[tuple[int, FaultRule]]] = {}
         self.injected = 0
+
+    def _rules_of(self, tool: str) -> list[tuple[int, FaultRule]]:
+        """(index, rule) of the rules that may apply to ``tool`` (its name listed, a positive
+        rate), in rule order; ``applies`` still checks a rule's ``match`` per call."""
+        known = self._by_tool.get(tool)
+        if known is None:
+            known = [(i, r) for i, r in enumerate(self.rules) if tool in r.tools and r.rate > 0.0]
+            self._by_tool[tool] = known
+        return known
 
     def _episode_hit(self, index: int, rule: FaultRule, tool: str) -> bool:
         """Drawn once per episode (and kept: every call of the tool asks again)."""
@@ -177,7 +187,7 @@ class FaultInjector(ToolboxWrapper):
         nothing). These are fixed before any planner acts, so they give every planner the
         same denominator for recovery metrics."""
         kinds = []
-        for index, rule in enumerate(self.rules):
+        for index, rule in self._rules_of(tool):
             if not rule.applies(tool, args) or rule.scope not in ("episode", "args"):
                 continue
             if rule.scope == "episode":
@@ -234,7 +244,7 @@ class FaultInjector(ToolboxWrapper):
                 retry_after=self._blocked_until[name] - now,
                 injected=True,
             )
-        for index, rule in enumerate(self.rules):
+        for index, rule in self._rules_of(name):
             if not rule.applies(name, args):
                 continue
             if rule.scope == "episode":

@@ -62,7 +62,11 @@ class KeyedDraws:
         return int.from_bytes(state.digest(), "big")
 
     def uniform01(self, *keys: object) -> float:
-        return self.seed(*keys) / 2**64
+        # seed(*keys) / 2**64, inlined: the simulator draws tens of these per LLM call
+        state = self._state.copy()
+        if keys:
+            state.update(("\x1f" + "\x1f".join(map(repr, keys))).encode())
+        return int.from_bytes(state.digest(), "big") / 2**64
 
     def rng(self, *keys: object) -> random.Random:
         return random.Random(self.seed(*keys))

@@ -244,6 +244,7 @@ class SimLLM:
         # per observation (by identity, kept alive beside): its part of a signature's material
         self._sig_parts: dict[int, tuple[Obs, str]] = {}
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
+        self._subtle_of: dict[int, tuple[Obs, bool]] = {}  # per observation, kept alive
         self._noticed: dict[tuple[str, str, str], float] = {}
         self._first_points: dict[str, str] = {}  # decision points of the first plan's steps
         # the transcript read last: its (role, content) objects, its observations, pending
@@ -353,8 +354,15 @@ class SimLLM:
         return frozenset(
             o.key
             for o in obs
-            if o.key not in flagged and self.oracle.subtle(o) and self._misses(skill, o)
+            if o.key not in flagged and self._subtle(o) and self._misses(skill, o)
         )
+
+    def _subtle(self, o: Obs) -> bool:
+        """``oracle.subtle(o)``, once per observation (a transcript is re-read every turn)."""
+        known = self._subtle_of.get(id(o))
+        if known is None or known[0] is not o:
+            known = self._subtle_of[id(o)] = (o, self.oracle.subtle(o))
+        return known[1]
 
     def belief(
         self, skill: SkillProfile, point: str, available: Sequence[str], err: float, mistakes: dict
@@ -529,9 +537,8 @@ class _Decider:
         early = (FINISH, {"answer": self.oracle.partial_answer(obs), "status": "success"})
         if g.tool == REPORT_UNREACHABLE:
             return {"right": (FINISH, {"answer": "", "status": "failure"}), "early": early}
-        options: dict[str, tuple[str, dict[str, Any]]] = {
-            "right": (g.tool, literal_args(g.args, obs))
-        }
+        args = literal_args(g.args, obs)  # shared by the options below: only read
+        options: dict[str, tuple[str, dict[str, Any]]] = {"right": (g.tool, args)}
         attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
         if attractive is not None:
             if attractive.tool == SUBMIT_ANSWER:
@@ -539,7 +546,7 @@ class _Decider:
             else:
                 options["trap"] = (attractive.tool, literal_args(attractive.args, obs))
         if g.fallback:
-            options["fallback"] = (g.fallback, literal_args(g.args, obs))
+            options["fallback"] = (g.fallback, args)
         failed = obs[-1] if obs and obs[-1].error is not None else None
         if failed is not None:
             again = (failed.tool, dict(failed.args))
@@ -550,7 +557,7 @@ class _Decider:
         options["premise"] = (ahead.tool, self.sim.guess(ahead.args))
         if obs and options.get("trap") != early:
             options["early"] = early
-        options["invented"] = (self.sim.invented_tool(g.key), literal_args(g.args, obs))
+        options["invented"] = (self.sim.invented_tool(g.key), args)
         # options that coincide with the right move are the right move
         return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
 
