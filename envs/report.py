@@ -243,7 +243,7 @@ class ReportWorld(Toolbox):
     def of(cls, task: Task) -> ReportWorld:
         """The world of ``task``, built once for the task object: the toolbox, the fault
         exposure, the oracle and the grader of an episode read one world (it holds no state
-        a call changes), and so do the planners that run the same task after it."""
+        a call changes). The last task's world is kept (cheap to build: no more is)."""
         global _LAST_WORLD
         if _LAST_WORLD is None or _LAST_WORLD.task is not task:
             _LAST_WORLD = cls(task)
