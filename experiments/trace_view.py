@@ -345,16 +345,12 @@ def _draw_plan(ax: Any, graph: nx.DiGraph, planner: str) -> None:
             label += f"\nretry x{data['retries']}"
         if data["fallback"]:
             label += f"\nfallback: {data['fallback']}"
-        ax.text(  # on a white ground above the edges: an edge into a node crossed its label
-            x,
-            y - 0.22,
-            label,
-            ha="center",
-            va="top",
-            fontsize=5 if many else 6,
-            zorder=3,
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.5},
-        )
+        # on a white ground above the edges (an edge into a node crossed its label); every
+        # ground is drawn below every label, so no ground hides a neighbour's text
+        where = {"ha": "center", "va": "top", "fontsize": 5 if many else 6}
+        ground = {"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 0.5}
+        ax.text(x, y - 0.22, label, **where, alpha=0.0, zorder=2.5, bbox=ground)
+        ax.text(x, y - 0.22, label, **where, zorder=3)
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
     ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
