@@ -242,9 +242,9 @@ class SimLLM:
         # re-read every turn): keyed by identity, the value kept alive beside its text
         self._json: dict[int, tuple[object, str]] = {}
         # per observation (by identity, kept alive beside): its part of a signature's material
-        self._sig_parts: dict[int, tuple[Obs, str]] = {}
+        # and whether the oracle calls it subtle (a transcript is re-read every turn)
+        self._read_obs: dict[int, tuple[Obs, str, bool]] = {}
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
-        self._subtle_of: dict[int, tuple[Obs, bool]] = {}  # per observation, kept alive
         self._noticed: dict[tuple[str, str, str], float] = {}
         self._first_points: dict[str, str] = {}  # decision points of the first plan's steps
         # the transcript read last: its (role, content) objects, its observations, pending
@@ -320,13 +320,7 @@ class SimLLM:
         """What was observed, independent of how a prompt numbered it: the digest of
         ``(tool, args JSON, error)`` per observation (``_digest`` of those tuples, its repr
         put together from each observation's part, computed once per observation)."""
-        parts = []
-        known = self._sig_parts
-        for o in observations:
-            part = known.get(id(o))
-            if part is None or part[0] is not o:
-                part = known[id(o)] = (o, repr((o.tool, self.json_of(o.args), o.error)))
-            parts.append(part[1])
+        parts = [self._read(o)[1] for o in observations]
         material = f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
         return hashlib.blake2b(material.encode(), digest_size=8).hexdigest()
 
@@ -354,15 +348,16 @@ class SimLLM:
         return frozenset(
             o.key
             for o in obs
-            if o.key not in flagged and self._subtle(o) and self._misses(skill, o)
+            if o.key not in flagged and self._read(o)[2] and self._misses(skill, o)
         )
 
-    def _subtle(self, o: Obs) -> bool:
-        """``oracle.subtle(o)``, once per observation (a transcript is re-read every turn)."""
-        known = self._subtle_of.get(id(o))
+    def _read(self, o: Obs) -> tuple[Obs, str, bool]:
+        """(o, its signature part, ``oracle.subtle(o)``), computed once per observation."""
+        known = self._read_obs.get(id(o))
         if known is None or known[0] is not o:
-            known = self._subtle_of[id(o)] = (o, self.oracle.subtle(o))
-        return known[1]
+            part = repr((o.tool, self.json_of(o.args), o.error))
+            known = self._read_obs[id(o)] = (o, part, self.oracle.subtle(o))
+        return known
 
     def belief(
         self, skill: SkillProfile, point: str, available: Sequence[str], err: float, mistakes: dict
