@@ -2,7 +2,7 @@
 
 An env makes :class:`Task` s (plain data), builds the toolbox an episode's planner may use
 (world tools wrapped in latency, faults and a call log), grades the final answer against the
-task, and exposes the ground-truth :class:`envs.oracle.Oracle` that only the simulated LLM
+task, and exposes the ground-truth :class:`planarena.envs.oracle.Oracle` that only the simulated LLM
 reads.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from envs.faults import FaultInjector, FaultRule
-from envs.oracle import Oracle
-from envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCallRecord
+from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.oracle import Oracle
+from planarena.envs.tools import CallLog, LatencyProfile, LatencyWrapper, Toolbox, ToolCallRecord
 
 COMPLEXITIES = ("simple", "medium", "complex")
 

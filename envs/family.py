@@ -5,7 +5,7 @@ JSON-schema args, latency, the fault kinds that apply, a fallback), the world fa
 pre-/post-conditions can read, the task template (a layered DAG of required tool calls, with
 alternative ways to make a call and locally attractive traps), the facts the final answer
 must contain and the sizes per complexity. :class:`FamilyEnv` turns it into an
-:class:`envs.base.Env`: seeded tasks, a world toolbox, a grader, the fault rules mapped onto
+:class:`planarena.envs.base.Env`: seeded tasks, a world toolbox, a grader, the fault rules mapped onto
 the family's tools, exposure, and :class:`FamilyOracle`, which answers the simulated LLM's one
 question (which steps remain, done right) from the declaration alone.
 
@@ -37,6 +37,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from planarena.envs.base import (
+    COMPLEXITIES,
+    EpisodeTools,
+    Grade,
+    Task,
+    register,
+    task_id,
+    wrap_tools,
+)
+from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
+from planarena.envs.rng import derive_rng
+from planarena.envs.tools import (
+    LatencyProfile,
+    Toolbox,
+    ToolCallRecord,
+    ToolError,
+    ToolSpec,
+    args_key,
+)
+from planarena.envs.tools import validate_args as _validate_args
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -46,21 +67,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
-from envs.base import (
-    COMPLEXITIES,
-    EpisodeTools,
-    Grade,
-    Task,
-    register,
-    task_id,
-    wrap_tools,
-)
-from envs.faults import FaultInjector, FaultRule
-from envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
-from envs.rng import derive_rng
-from envs.tools import LatencyProfile, Toolbox, ToolCallRecord, ToolError, ToolSpec, args_key
-from envs.tools import validate_args as _validate_args
 
 FAMILIES_DIR = Path(__file__).resolve().parent / "families"
 BUILTIN = ("pipeline", "web_nav", "code_gen", "research")

@@ -25,11 +25,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from envs import clock
-from envs.rng import KeyedDraws
-from envs.tools import (
+from planarena.envs import clock
+from planarena.envs.rng import KeyedDraws
+from planarena.envs.tools import (
     CallCounter,
     FaultedResult,
     Toolbox,
@@ -37,6 +35,7 @@ from envs.tools import (
     ToolError,
     args_key,
 )
+from pydantic import BaseModel, ConfigDict, Field
 
 Scope = Literal["call", "episode", "args", "window"]
 

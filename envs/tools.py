@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs import clock
-from envs.jsontext import encoder
-from envs.rng import KeyedDraws
+from planarena.envs import clock
+from planarena.envs.jsontext import encoder
+from planarena.envs.rng import KeyedDraws
 
 # Transient kinds: a retry can help. Faults are injected by envs.faults; world errors
 # (not_found, bad_args, unknown_tool) come from the tools themselves.

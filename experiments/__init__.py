@@ -1,5 +1,5 @@
 """Runner, records, metrics, tables, figures; ``experiments.load`` reads runs for notebooks."""
 
-from experiments.records import load
+from planarena.experiments.records.store import load
 
 __all__ = ["load"]

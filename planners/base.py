@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envs.rng import derive_rng
-from envs.tools import Toolbox
-from planners.llm.base import EpisodeLLM
+from planarena.envs.rng import derive_rng
+from planarena.envs.tools import Toolbox
+from planarena.planners.llm.base import EpisodeLLM
 
 StopReason = Literal[
     "answered",  # returned an answer it considers final

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from envs.tools import Toolbox
-from planners.base import Planner, PlannerResult, TaskView
-from planners.executor import LadderPolicy
-from planners.llm.base import EpisodeLLM
-from planners.params import Count, Ratio, Times, checked
-from planners.search_support import (
+from planarena.envs.tools import Toolbox
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.executor import LadderPolicy
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Count, Ratio, Times, checked
+from planarena.planners.search_support import (
     PartialPlanProblem,
     make_executor,
     never_parsed,
     plan_text,
     record_tree,
 )
-from search import bfs_async
+from planarena.search import bfs_async
 
 
 class BFSPlanner(Planner):

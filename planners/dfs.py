@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envs.tools import Toolbox, ToolError
-from planners.base import Planner, PlannerResult, PlannerStats, TaskView
-from planners.formats import (
+from planarena.envs.tools import Toolbox, ToolError
+from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
+from planarena.planners.formats import (
     FINISH,
     PROPOSE_ACTIONS,
     RATE_CANDIDATES,
@@ -26,11 +26,11 @@ from planners.formats import (
     parse_scores,
     render_candidates,
 )
-from planners.llm.base import EpisodeLLM
-from planners.params import Count, Ratio, Times, ToolCalling, checked
-from planners.prompts import react_system
-from planners.search_support import record_tree
-from search import dfs_async
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Count, Ratio, Times, ToolCalling, checked
+from planarena.planners.prompts import react_system
+from planarena.planners.search_support import record_tree
+from planarena.search import dfs_async
 
 
 @dataclass(eq=False)

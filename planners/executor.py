@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
-
-from envs import clock
-from envs.tools import PLAN_LOGIC, Toolbox, ToolError
-from planners.base import PlannerResult, PlannerStats, StopReason
-from planners.conditions import ConditionError, evaluate_condition
-from planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
-from planners.llm.base import EpisodeLLM
-from planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
-from planners.prompts import REPLAN_USER, plan_system
-from search import topological_layers
+from planarena.envs import clock
+from planarena.envs.tools import PLAN_LOGIC, Toolbox, ToolError
+from planarena.planners.base import PlannerResult, PlannerStats, StopReason
+from planarena.planners.conditions import ConditionError, evaluate_condition
+from planarena.planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
+from planarena.planners.prompts import REPLAN_USER, plan_system
+from planarena.search import topological_layers
 
 # An empty plan parses: it is a plan with a logic error (nothing to run), not malformed output.
 MALFORMED_REASONS = frozenset({"malformed_json", "too_large", "too_deep", "schema"})

@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
-
-from envs.jsontext import encoder
+from planarena.envs.jsontext import encoder
 
 _DECODER = json.JSONDecoder()  # stateless: one for every raw_decode
 
@@ -65,7 +64,7 @@ class OutputParseError(ValueError):
 class Generated(str):
     """Model output as text, plus how the generation ended (``finish_reason``).
 
-    :class:`~planners.llm.base.EpisodeLLM` returns this; a planner passes it to a parser as
+    :class:`~planarena.planners.llm.base.EpisodeLLM` returns this; a planner passes it to a parser as
     is. ``truncated`` (finish reason ``length``) makes the parsers refuse any repair: a cut
     output is a format failure, never a silently shorter plan or argument."""
 

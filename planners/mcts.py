@@ -7,20 +7,20 @@ chosen branch only counts once real execution confirms it.
 
 from __future__ import annotations
 
-from envs.tools import Toolbox
-from planners.base import Planner, PlannerResult, TaskView
-from planners.executor import LadderPolicy
-from planners.llm.base import EpisodeLLM
-from planners.params import Count, NonNegative, Times, checked
-from planners.plan import PlanError, parse_plan
-from planners.search_support import (
+from planarena.envs.tools import Toolbox
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.executor import LadderPolicy
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Count, NonNegative, Times, checked
+from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.search_support import (
     PartialPlanProblem,
     make_executor,
     never_parsed,
     plan_text,
     record_tree,
 )
-from search import SearchNode, SearchResult, mcts_async
+from planarena.search import SearchNode, SearchResult, mcts_async
 
 
 def trusted_lines(result: SearchResult, min_visits: int = 2) -> list[tuple[str, ...]]:

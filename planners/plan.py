@@ -16,10 +16,9 @@ from typing import Any, Literal
 
 import json_repair
 import networkx as nx
+from planarena.envs import caches
+from planarena.planners.formats import is_truncated, json_unclosed
 from pydantic import BaseModel, ConfigDict
-
-from envs import caches
-from planners.formats import is_truncated, json_unclosed
 
 __all__ = [
     "DEFAULT_RETRY_LIMIT",

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envs.tools import Toolbox
-from planners.base import Planner, PlannerResult, PlannerStats, TaskView
-from planners.executor import STATIC, LadderPolicy, PlanExecutor
-from planners.llm.base import EpisodeLLM
-from planners.params import Backoff, NonNegative, Times, checked
+from planarena.envs.tools import Toolbox
+from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
+from planarena.planners.executor import STATIC, LadderPolicy, PlanExecutor
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Backoff, NonNegative, Times, checked
 
 
 class PlanExecutePlanner(Planner):

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from jinja2 import Environment, StrictUndefined
-
-from envs.tools import ToolSpec
-from planners.formats import ACTION_TURN_FORMAT, PLAN_FORMAT
+from planarena.envs.tools import ToolSpec
+from planarena.planners.formats import ACTION_TURN_FORMAT, PLAN_FORMAT
 
 _ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
 

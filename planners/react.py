@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from envs.tools import Toolbox, ToolError
-from planners.base import Planner, PlannerResult, PlannerStats, TaskView
-from planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
-from planners.llm.base import EpisodeLLM
-from planners.params import Count, ToolCalling, checked
-from planners.prompts import react_system
+from planarena.envs.tools import Toolbox, ToolError
+from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
+from planarena.planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Count, ToolCalling, checked
+from planarena.planners.prompts import react_system
 
 
 class ReActPlanner(Planner):

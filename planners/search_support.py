@@ -12,12 +12,12 @@ import json
 import random
 from collections.abc import Sequence
 
-from envs import clock
-from envs.jsontext import encoder
-from envs.tools import Toolbox
-from planners.base import PlannerStats, TaskView
-from planners.executor import LadderPolicy, PlanExecutor
-from planners.formats import (
+from planarena.envs import clock
+from planarena.envs.jsontext import encoder
+from planarena.envs.tools import Toolbox
+from planarena.planners.base import PlannerStats, TaskView
+from planarena.planners.executor import LadderPolicy, PlanExecutor
+from planarena.planners.formats import (
     PROPOSE_STEPS,
     RATE_CANDIDATES,
     ROLLOUT,
@@ -27,9 +27,9 @@ from planners.formats import (
     parse_scores,
     parse_step_candidates,
 )
-from planners.llm.base import EpisodeLLM
-from planners.prompts import plan_system
-from search import SearchResult
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.prompts import plan_system
+from planarena.search import SearchResult
 
 Steps = tuple[str, ...]  # a partial plan: each step as canonical JSON text
 

@@ -7,8 +7,8 @@ recovery ladder applies as in ``plan_execute_replan``.
 
 from __future__ import annotations
 
-from planners.params import Backoff, NonNegative, Times, checked
-from planners.plan_execute import PlanExecuteReplanPlanner
+from planarena.planners.params import Backoff, NonNegative, Times, checked
+from planarena.planners.plan_execute import PlanExecuteReplanPlanner
 
 
 class TopoPlanner(PlanExecuteReplanPlanner):

@@ -12,19 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
+from planarena.envs import clock
+from planarena.envs.tools import Toolbox
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.executor import LadderPolicy
+from planarena.planners.formats import RATE_PLAN, OutputParseError, parse_score
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.params import Backoff, Count, Times, checked
+from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.prompts import plan_system
+from planarena.planners.search_support import make_executor, record_tree
+from planarena.search import beam_search_async
 from pydantic import Field
-
-from envs import clock
-from envs.tools import Toolbox
-from planners.base import Planner, PlannerResult, TaskView
-from planners.executor import LadderPolicy
-from planners.formats import RATE_PLAN, OutputParseError, parse_score
-from planners.llm.base import EpisodeLLM
-from planners.params import Backoff, Count, Times, checked
-from planners.plan import PlanError, parse_plan
-from planners.prompts import plan_system
-from planners.search_support import make_executor, record_tree
-from search import beam_search_async
 
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
 

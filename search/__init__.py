@@ -6,12 +6,12 @@ sync functions wrap a sync :class:`Problem` with :class:`SyncAdapter` and drive 
 rest of the project.
 """
 
-from search.beam import beam_search, beam_search_async
-from search.bfs import bfs, bfs_async
-from search.dfs import dfs, dfs_async
-from search.graph import critical_path_length, topological_layers
-from search.mcts import mcts, mcts_async, ucb1
-from search.problem import (
+from planarena.search.beam import beam_search, beam_search_async
+from planarena.search.bfs import bfs, bfs_async
+from planarena.search.dfs import dfs, dfs_async
+from planarena.search.graph import critical_path_length, topological_layers
+from planarena.search.mcts import mcts, mcts_async, ucb1
+from planarena.search.problem import (
     AsyncProblem,
     Problem,
     SyncAdapter,
@@ -19,7 +19,7 @@ from search.problem import (
     run_sync,
     use_gather,
 )
-from search.result import SearchNode, SearchResult
+from planarena.search.result import SearchNode, SearchResult
 
 __all__ = [
     "AsyncProblem",

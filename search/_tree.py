@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from search.problem import AsyncProblem, gather_ordered
-from search.result import SearchNode, SearchResult
+from planarena.search.problem import AsyncProblem, gather_ordered
+from planarena.search.result import SearchNode, SearchResult
 
 S = TypeVar("S")
 A = TypeVar("A")

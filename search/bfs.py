@@ -5,9 +5,15 @@ from __future__ import annotations
 import random
 from typing import TypeVar
 
-from search._tree import TreeBuilder, best_terminal, by_score_desc, check_non_negative, expand_all
-from search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
-from search.result import SearchResult
+from planarena.search._tree import (
+    TreeBuilder,
+    best_terminal,
+    by_score_desc,
+    check_non_negative,
+    expand_all,
+)
+from planarena.search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
+from planarena.search.result import SearchResult
 
 S = TypeVar("S")
 A = TypeVar("A")

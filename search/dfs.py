@@ -5,15 +5,15 @@ from __future__ import annotations
 import random
 from typing import TypeVar
 
-from search._tree import (
+from planarena.search._tree import (
     TreeBuilder,
     by_score_desc,
     check_non_negative,
     expand_all,
     node_value,
 )
-from search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
-from search.result import SearchNode, SearchResult
+from planarena.search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
+from planarena.search.result import SearchNode, SearchResult
 
 S = TypeVar("S")
 A = TypeVar("A")

@@ -7,9 +7,9 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from search._tree import TreeBuilder, check_non_negative, evaluate_child
-from search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
-from search.result import SearchNode, SearchResult
+from planarena.search._tree import TreeBuilder, check_non_negative, evaluate_child
+from planarena.search.problem import AsyncProblem, Problem, SyncAdapter, run_sync
+from planarena.search.result import SearchNode, SearchResult
 
 S = TypeVar("S")
 A = TypeVar("A")

@@ -13,13 +13,12 @@ import pytest
 from fake_server import FakeOpenAI, serve
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-
-from envs.base import Task
-from envs.faults import FaultRule
-from envs.report import ReportEnv
-from experiments.episode import EpisodeRecord, simulate
-from planners.base import Planner
-from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
+from planarena.envs.base import Task
+from planarena.envs.faults import FaultRule
+from planarena.envs.report.env import ReportEnv
+from planarena.experiments.run.episode import EpisodeRecord, simulate
+from planarena.planners.base import Planner
+from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 
 MODELS = {
     "default": ModelProfile(name="sim-large"),

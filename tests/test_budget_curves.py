@@ -7,8 +7,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-
-from experiments.budget_curves import _figure, budget_label, render
+from planarena.experiments.studies.budget_curves import _figure, budget_label, render
 
 BUDGETS = [1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]
 
@@ -94,7 +93,7 @@ def test_budget_curves_keep_envs_apart(tmp_path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from experiments.budget_curves import _plot
+    from planarena.experiments.studies.budget_curves import _plot
 
     fig = _plot(table, ["react"])
     assert sorted(ax.get_title() for ax in fig.axes) == ["rag: medium", "report: medium"]

@@ -5,8 +5,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from planners.conditions import ConditionError, evaluate_condition
+from planarena.planners.conditions import ConditionError, evaluate_condition
 
 TRUE_CTX: dict[str, Any] = {
     "step_1": {"status": "success"},

@@ -10,10 +10,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-
-from envs.faults import FaultConfig
-from experiments.llm_factory import BackendFactory, model_profiles, skill_profile
-from planners.base import Planner
+from planarena.envs.faults import FaultConfig
+from planarena.experiments.run.llm_factory import BackendFactory, model_profiles, skill_profile
+from planarena.planners.base import Planner
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -96,7 +95,7 @@ def test_readme_overrides() -> None:
 
 
 def test_every_skill_field_can_be_overridden_from_the_command_line() -> None:
-    from planners.llm.profiles import SkillProfile
+    from planarena.planners.llm.profiles import SkillProfile
 
     cfg = composed("llm.skill_overrides.p_trap=0.4")
     fields = set(SkillProfile.model_fields) - {"name"}

@@ -18,11 +18,10 @@ import pytest
 from fake_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-
-from experiments import runner
-from experiments.cost_cap import CostCapReached, CostLedger
-from experiments.llm_factory import ConfigError
-from experiments.runner import run, validate
+from planarena.experiments.run import runner
+from planarena.experiments.run.cost_cap import CostCapReached, CostLedger
+from planarena.experiments.run.llm_factory import ConfigError
+from planarena.experiments.run.runner import run, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = [
@@ -243,7 +242,7 @@ def test_the_cli_stops_at_the_cap_with_exit_status_5_and_writes_the_tables(
         cmd = [
             sys.executable,
             "-m",
-            "experiments.runner",
+            "planarena.experiments.run.runner",
             *real(server.url, f"budget.max_cost_usd={cap!r}", f"concurrency={concurrency}"),
             f"llm.cache_dir={tmp_path / f'cache{concurrency}'}",
             "figures=false",
@@ -276,7 +275,7 @@ def test_a_cap_that_cuts_the_first_episode_ends_with_status_5_not_a_traceback(
     cmd = [
         sys.executable,
         "-m",
-        "experiments.runner",
+        "planarena.experiments.run.runner",
         "env=report",
         "planner=react",
         "complexity=simple",

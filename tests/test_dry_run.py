@@ -14,10 +14,9 @@ import pytest
 from fake_server import FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-
-from experiments.dry_run import SAMPLE_TASKS, tally
-from experiments.records import load_records
-from experiments.runner import prepare, run, validate
+from planarena.experiments.records.store import load_records
+from planarena.experiments.run.dry_run import SAMPLE_TASKS, tally
+from planarena.experiments.run.runner import prepare, run, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ["env=report", "planner=[react,plan_execute_replan]", "complexity=[simple,medium]"]
@@ -90,7 +89,7 @@ def cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
         and k != "OPENAI_API_KEY"
     }
     env.update(NO_PROXY="127.0.0.1,localhost", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "experiments.runner", *JOB, "dry_run=true", *overrides]
+    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *JOB, "dry_run=true", *overrides]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from planarena.envs import clock
+from planarena.envs.base import COMPLEXITIES, make_env, registered
+from planarena.envs.faults import FaultConfig, FaultRule
+from planarena.envs.report.env import ReportEnv, ReportWorld, grade
+from planarena.envs.report.oracle import ReportOracle
+from planarena.envs.tools import LatencyProfile, ToolError
 
-from envs import clock
-from envs.base import COMPLEXITIES, make_env, registered
-from envs.faults import FaultConfig, FaultRule
-from envs.report import ReportEnv, ReportWorld, grade
-from envs.report_oracle import ReportOracle
-from envs.tools import LatencyProfile, ToolError
 from tests.conftest import episode, tasks
 
 
@@ -188,10 +188,11 @@ def test_oracle_gold_plan_solves_the_task() -> None:
     (no faults, no LLM call needed), must satisfy the grader."""
     import json
 
-    from planners.base import PlannerStats
-    from planners.executor import STATIC, PlanExecutor
-    from planners.llm.base import EpisodeLLM
-    from planners.llm.sim import render_step
+    from planarena.planners.base import PlannerStats
+    from planarena.planners.executor import STATIC, PlanExecutor
+    from planarena.planners.llm.base import EpisodeLLM
+    from planarena.planners.llm.sim import render_step
+
     from tests.conftest import MODELS
 
     env = ReportEnv()
@@ -217,7 +218,7 @@ def test_oracle_gold_plan_solves_the_task() -> None:
 def test_keyed_draws_equal_the_flat_draws_they_speed_up(keys: tuple[object, ...]) -> None:
     """The simulator's hashed-once prefix must give exactly the draws of the flat key tuple,
     or records would change with an optimisation."""
-    from envs.rng import KeyedDraws, derive_rng, derive_seed, uniform01
+    from planarena.envs.rng import KeyedDraws, derive_rng, derive_seed, uniform01
 
     prefix = (0, "report", "report-simple-000", 1)
     draws = KeyedDraws(*prefix)
@@ -249,7 +250,7 @@ def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
         assert env.generate(5, start=3, **kw) == first[3:]
         assert env.generate(1, start=6, **kw) == [first[6]]
         # a job names its tasks without generating them: the names must be the tasks' own
-        from experiments.runner import TaskMaker
+        from planarena.experiments.run.runner import TaskMaker
 
         maker = TaskMaker({name: env}, seed=4, unreachable_rate=0.3)
         refs = maker.refs(name, complexity, 8)
@@ -266,10 +267,9 @@ def test_an_episode_only_reads_its_task(name: str) -> None:
 
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
-
-    from envs.faults import FaultConfig
-    from experiments.episode import simulate
-    from planners.llm.profiles import SKILLS
+    from planarena.envs.faults import FaultConfig
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
     env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
@@ -336,9 +336,8 @@ def _default_fault_episodes() -> list[tuple[Any, dict[str, Any]]]:
     the default faults, as a default run makes them: (record, trace) pairs."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
-
-    from experiments.episode import simulate
-    from planners.llm.profiles import SKILLS
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
     env = instantiate(OmegaConf.load(root / "configs" / "env" / "pipeline.yaml"))
@@ -390,9 +389,8 @@ def test_time_to_recover_counts_the_faulted_episodes_conditional_recovery_counts
     import json
 
     import pandas as pd
-
-    from experiments.metrics import summarize
-    from experiments.tables import recovery_time_table
+    from planarena.experiments.analysis.metrics import summarize
+    from planarena.experiments.analysis.tables import recovery_time_table
 
     pairs = _default_fault_episodes()
     (tmp_path / "traces.jsonl").write_text(
@@ -413,10 +411,9 @@ def test_an_episode_does_not_depend_on_the_episodes_run_before_it(name: str) -> 
     (every planner in one order, then in the reverse order, then each alone on a new env)."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
-
-    from envs.faults import FaultConfig
-    from experiments.episode import simulate
-    from planners.llm.profiles import SKILLS
+    from planarena.envs.faults import FaultConfig
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
 

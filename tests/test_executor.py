@@ -8,12 +8,13 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from envs import clock
-from envs.faults import FaultRule
-from envs.report import ReportEnv
-from planners.base import PlannerResult, PlannerStats
-from planners.executor import STATIC, LadderPolicy, PlanExecutor
-from planners.llm.base import EpisodeLLM
+from planarena.envs import clock
+from planarena.envs.faults import FaultRule
+from planarena.envs.report.env import ReportEnv
+from planarena.planners.base import PlannerResult, PlannerStats
+from planarena.planners.executor import STATIC, LadderPolicy, PlanExecutor
+from planarena.planners.llm.base import EpisodeLLM
+
 from tests.conftest import MODELS, tasks
 
 TASK = tasks("medium", n=1)[0]

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
+from planarena.envs import clock
+from planarena.envs.base import COMPLEXITIES
+from planarena.envs.family import FAMILIES_DIR, FamilyEnv, FamilyError, load_declaration
+from planarena.envs.faults import FaultConfig
+from planarena.envs.oracle import Obs
 
-from envs import clock
-from envs.base import COMPLEXITIES
-from envs.family import FAMILIES_DIR, FamilyEnv, FamilyError, load_declaration
-from envs.faults import FaultConfig
-from envs.oracle import Obs
 from tests.conftest import ALL_PLANNERS, BIN, CONFIGS, MODELS, episode
 
 FAMILIES = sorted(p.stem for p in FAMILIES_DIR.glob("*.yaml"))
@@ -75,10 +75,10 @@ def test_same_seed_same_records(family: str) -> None:
 def test_the_gold_plan_solves_the_task_through_the_executor(family: str) -> None:
     """The oracle's plan, written as Plan JSON and run by the executor against the family's
     tools (no faults, no LLM call), satisfies the grader."""
-    from planners.base import PlannerStats
-    from planners.executor import STATIC, PlanExecutor
-    from planners.llm.base import EpisodeLLM
-    from planners.llm.sim import render_step
+    from planarena.planners.base import PlannerStats
+    from planarena.planners.executor import STATIC, PlanExecutor
+    from planarena.planners.llm.base import EpisodeLLM
+    from planarena.planners.llm.sim import render_step
 
     env = FamilyEnv(name=family)
     for complexity in COMPLEXITIES:
@@ -138,7 +138,7 @@ def test_a_step_before_its_dependencies_fails_and_world_facts_track_progress() -
 
     async def go() -> None:
         with clock.use_clock(clock.SimClock()):
-            from envs.tools import ToolError
+            from planarena.envs.tools import ToolError
 
             with pytest.raises(ToolError) as err:
                 await tools.toolbox.call("run_step", {"step": sink["name"]})
@@ -161,7 +161,7 @@ def test_faults_of_the_config_apply_to_the_tools_that_declare_their_kind() -> No
     empty = next(r for r in research if r.kind == "empty_result")
     assert set(empty.tools) == {"search_sources", "search_sources_backup"}  # shared draws
     assert empty.args_key == ["query"]
-    from envs.faults import FaultRule
+    from planarena.envs.faults import FaultRule
 
     twice = [
         FaultRule(kind="http_503", tools=["x"], rate=0.1, scope="window"),

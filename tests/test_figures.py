@@ -1,4 +1,4 @@
-"""Tests for experiments.figures: files, colours, Pareto front, and byte-identical output."""
+"""Tests for planarena.experiments.analysis.figures: files, colours, Pareto front, and byte-identical output."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-
-from experiments.figures import (
+from planarena.experiments.analysis.figures import (
     EXTRA_COLORS,
     FIGURE_NAMES,
     KNOWN_PLANNER_COLORS,
@@ -221,7 +220,7 @@ FAILURE_MODES_ALL = (
 
 @pytest.mark.parametrize("width", [3.4, 7.0])
 def test_no_artist_leaves_the_canvas_at_column_widths(width: float) -> None:
-    from experiments.figures import figure_builders
+    from planarena.experiments.analysis.figures import figure_builders
 
     df = eight_planner_episodes()
     two_envs = pd.concat([df, df.assign(env="rag")], ignore_index=True)
@@ -233,8 +232,7 @@ def test_no_artist_leaves_the_canvas_at_column_widths(width: float) -> None:
 
 def test_every_planner_has_its_own_marker_and_no_faint_yellow() -> None:
     from matplotlib.colors import to_rgb
-
-    from experiments.figures import planner_linestyles, planner_markers
+    from planarena.experiments.analysis.figures import planner_linestyles, planner_markers
 
     planners = [*KNOWN_PLANNER_COLORS, "custom_a", "custom_b"]
     markers = planner_markers(planners)
@@ -317,8 +315,7 @@ def test_completion_error_bars_span_the_summary_intervals() -> None:
     """The error bars (one collection per panel) run from each cell's CI low to its CI high,
     one bar and two caps per planner and complexity."""
     from matplotlib.collections import LineCollection, PathCollection
-
-    from experiments.figures import _summary
+    from planarena.experiments.analysis.figures import _summary
 
     df = make_episodes()
     summary = _summary(df, 0, None)
@@ -388,7 +385,7 @@ def test_panel_titles_fit_their_columns_with_long_env_names(width: float) -> Non
     """Every figure at single and double width, three long-named envs: no panel title leaves
     the figure or its column, and no two titles of a row overlap. At double width they fit
     as they are, and keep their one line at the paper's title size."""
-    from experiments.figures import RC, figure_builders
+    from planarena.experiments.analysis.figures import RC, figure_builders
 
     df = long_env_episodes()
     for name, fig in zip(FIGURE_NAMES, figure_builders(df, width=width), strict=True):
@@ -407,8 +404,7 @@ def test_figure_png_is_the_png_save_figure_writes(tmp_path: Path) -> None:
     import io
 
     import PIL.Image
-
-    from experiments.figures import figure_png, save_figure
+    from planarena.experiments.analysis.figures import figure_png, save_figure
 
     df = long_env_episodes()
     fig = pareto_figure(df, width=3.4)
@@ -475,8 +471,7 @@ def test_every_saved_figure_fits_a_page_and_its_parts_hold_each_env_once(
     """Six envs made the one-row-per-env figures 13-18 in tall, twice a paper page; each is
     now saved in parts of whole rows, every part a page or less, together every env once."""
     from PIL import Image
-
-    from experiments.figures import GRID_FIGURES, PAGE_HEIGHT_IN, page_parts
+    from planarena.experiments.analysis.figures import GRID_FIGURES, PAGE_HEIGHT_IN, page_parts
 
     df = six_env_episodes()
     envs = sorted(df["env"].unique())

@@ -19,14 +19,13 @@ from conftest import make_planner, tasks
 from fake_server import FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-
-from envs.report import ReportEnv
-from experiments.episode import EpisodeRecord, run_episode
-from experiments.llm_factory import InfrastructureError
-from experiments.records import repair_run_dir
-from experiments.runner import finish, run
-from planners.llm.openai_backend import OpenAIBackend
-from planners.llm.profiles import ModelProfile
+from planarena.envs.report.env import ReportEnv
+from planarena.experiments.records.store import repair_run_dir
+from planarena.experiments.run.episode import EpisodeRecord, run_episode
+from planarena.experiments.run.llm_factory import InfrastructureError
+from planarena.experiments.run.runner import finish, run
+from planarena.planners.llm.openai_backend import OpenAIBackend
+from planarena.planners.llm.profiles import ModelProfile
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"default": ModelProfile(name="fake")}
@@ -170,7 +169,7 @@ def test_a_job_with_an_infrastructure_error_exits_1_naming_it(
     cmd = [
         sys.executable,
         "-m",
-        "experiments.runner",
+        "planarena.experiments.run.runner",
         *cfg_overrides(server.url),
         "figures=false",
         f"hydra.run.dir={tmp_path}",

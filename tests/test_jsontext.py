@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from envs.jsontext import encoder
+from planarena.envs.jsontext import encoder
 
 _scalars = (
     st.none()

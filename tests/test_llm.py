@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from planarena.envs import clock
+from planarena.envs.report.oracle import ReportOracle
+from planarena.planners.formats import OutputParseError, parse_action_turn, parse_score
+from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
+from planarena.planners.llm.sim import SimLLM
+from planarena.planners.llm.tokens import count_messages, count_text, encoding
+from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.prompts import plan_system, react_system
 
-from envs import clock
-from envs.report_oracle import ReportOracle
-from planners.formats import OutputParseError, parse_action_turn, parse_score
-from planners.llm.base import EpisodeLLM
-from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
-from planners.llm.sim import SimLLM
-from planners.llm.tokens import count_messages, count_text, encoding
-from planners.plan import PlanError, parse_plan
-from planners.prompts import plan_system, react_system
 from tests.conftest import tasks
 
 TOOLS = [
@@ -52,7 +52,7 @@ def _complete(llm: EpisodeLLM, messages: list[dict[str, str]], role: str) -> tup
 
 
 def test_sim_returns_text_that_the_real_parsers_accept() -> None:
-    from envs.report import SPECS
+    from planarena.envs.report.env import SPECS
 
     sim, llm = _sim(SKILLS["perfect"])
     plan_text, _ = _complete(
@@ -77,7 +77,7 @@ def test_sim_returns_text_that_the_real_parsers_accept() -> None:
 
 
 def test_malformed_and_sloppy_outputs_go_through_the_same_parsers() -> None:
-    from envs.report import SPECS
+    from planarena.envs.report.env import SPECS
 
     broken = SKILLS["perfect"].model_copy(update={"p_malformed": 1.0})
     _, llm = _sim(broken)
@@ -199,8 +199,8 @@ def test_a_belief_is_the_points_own_draws_whatever_was_asked_before(err: float) 
     """A belief is the point's own keyed draws: asking the same points at other prompt
     lengths first (other memo entries) must not change it, and it equals a belief built from
     the flat keyed uniforms (a memo that leaks across lengths or points changes some value)."""
-    from envs.rng import KeyedDraws
-    from planners.llm.sim import LOOK, PREFERRED, SimLLM
+    from planarena.envs.rng import KeyedDraws
+    from planarena.planners.llm.sim import LOOK, PREFERRED, SimLLM
 
     skill = SKILLS["weak"]
     available = ["right", "trap", "premise", "invented", "early"]
@@ -231,7 +231,7 @@ def test_a_prompt_read_on_from_the_last_one_has_the_digest_and_tokens_of_a_fresh
     one, a changed message, another conversation), each read equals a fresh one."""
     import random
 
-    from planners.llm.base import PromptReader, Request
+    from planarena.planners.llm.base import PromptReader, Request
 
     rng = random.Random(3)
     pool = ["Task: find ü", 'Observation: {"a": 1}', "x" * 700 + "\n{" + "y " * 90, ""]
@@ -270,9 +270,9 @@ def test_a_signature_is_the_digest_of_what_was_observed_whatever_was_read_before
     """SimLLM.signature keeps each observation's part of the material: it must equal the
     digest of the (tool, args JSON, error) tuples for none, one and several observations,
     read again, in another order, and for equal observations that are other objects."""
-    from envs.oracle import Obs
-    from planners.formats import dumps
-    from planners.llm.sim import _digest
+    from planarena.envs.oracle import Obs
+    from planarena.planners.formats import dumps
+    from planarena.planners.llm.sim import _digest
 
     task = tasks("medium", 1)[0]
     sim = SimLLM(SKILLS["strong"], ReportOracle(task), seed_keys=(0, "report", task.task_id, 0))

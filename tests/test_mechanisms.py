@@ -5,9 +5,9 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from planarena.envs.faults import FaultRule
+from planarena.planners.llm.profiles import SKILLS
 
-from envs.faults import FaultRule
-from planners.llm.profiles import SKILLS
 from tests.conftest import ALL_PLANNERS, episode, tasks
 
 PLANNERS = ["react", "plan_execute", "plan_execute_replan"]

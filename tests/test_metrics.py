@@ -1,4 +1,4 @@
-"""Tests for experiments.metrics: every reported number must be recomputable from raw rows."""
+"""Tests for planarena.experiments.analysis.metrics: every reported number must be recomputable from raw rows."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments.metrics import (
+from planarena.experiments.analysis.metrics import (
     COMPLEXITY_ORDER,
     FAILURE_MODES,
     PERCENTILE_METHOD,

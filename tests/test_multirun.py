@@ -1,4 +1,4 @@
-"""A Hydra multirun aggregates its jobs into the sweep dir (experiments.callbacks), with any
+"""A Hydra multirun aggregates its jobs into the sweep dir (planarena.experiments.run.callbacks), with any
 launcher; job dirs are named by their overrides; a failed job is named, not fatal."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
-from experiments import records, tables
-from experiments.metrics import EPISODE_COLUMNS
-from experiments.report import load_runs
+from planarena.experiments.analysis import tables
+from planarena.experiments.analysis.metrics import EPISODE_COLUMNS
+from planarena.experiments.analysis.report import load_runs
+from planarena.experiments.records import store as records
 
 BIN = Path(sys.executable).parent
 SMALL = ["env=report", "n_tasks=2", "complexity=simple", "progress=false"]
@@ -119,7 +119,7 @@ def test_aggregate_holds_only_the_columns_the_tables_read(
     """The sweep aggregate's frame holds the columns the tables read (and the swept one), not
     the large unused ones; its files are what the whole records frame gives, and its merged
     Parquet is the whole frame's, also when the jobs' columns differ (then read whole)."""
-    from experiments.callbacks import aggregate
+    from planarena.experiments.run.callbacks import aggregate
 
     sweep_dir = tmp_path / "sweep"
     jobs = fake_sweep(small_run_dir, sweep_dir, note_in=note_in)

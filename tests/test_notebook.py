@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from experiments import notebook
-from experiments.notebook import find_run
+from planarena.experiments.analysis import notebook
+from planarena.experiments.analysis.notebook import find_run
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "experiments" / "notebooks" / "analysis.ipynb"
 BIN = Path(sys.executable).parent
@@ -141,7 +140,7 @@ def test_a_relative_planarena_run_resolves_against_the_repository_root(repo: Pat
 def test_the_notebook_finds_its_run_with_the_tested_helper() -> None:
     source = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     setup = "".join(next(c for c in source["cells"] if c.get("id") == "setup")["source"])
-    assert "from experiments.notebook import find_run" in setup
+    assert "from planarena.experiments.analysis.notebook import find_run" in setup
     assert "def find_run" not in setup and "RUN = find_run()" in setup
 
 
@@ -157,7 +156,7 @@ def test_the_notebooks_numbers_equal_summary_csv_when_episodes_are_left_out(
     """A run with an infrastructure_error (the endpoint failed: left out of every table) and an
     episode its cost cap cut: the notebook's completion rates are summary.csv's, not rates that
     count those episodes as the agent's failures (it summarized experiments.load whole)."""
-    from experiments.report import main as report
+    from planarena.experiments.analysis.report import main as report
 
     run = tmp_path / "run"
     shutil.copytree(small_run_dir / ".hydra", run / ".hydra")

@@ -29,12 +29,11 @@ from fake_server import (
     FakeOpenAI,
     serve,
 )
-
-from envs import clock
-from planners.llm.base import EndpointError, EpisodeLLM, Message, Request
-from planners.llm.openai_backend import OpenAIBackend, merge_consecutive_roles
-from planners.llm.profiles import ModelProfile
-from planners.llm.tokens import count_messages, count_text
+from planarena.envs import clock
+from planarena.planners.llm.base import EndpointError, EpisodeLLM, Message, Request
+from planarena.planners.llm.openai_backend import OpenAIBackend, merge_consecutive_roles
+from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.tokens import count_messages, count_text
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"default": ModelProfile(name="fake")}
@@ -241,9 +240,8 @@ def _episode(
     **backend_kwargs: Any,
 ) -> tuple[Any, dict[str, Any]]:
     from conftest import make_planner, tasks
-
-    from envs.report import ReportEnv
-    from experiments.episode import run_episode
+    from planarena.envs.report.env import ReportEnv
+    from planarena.experiments.run.episode import run_episode
 
     backend = OpenAIBackend(
         "fake",
@@ -317,10 +315,9 @@ def test_react_answers_in_every_real_model_style(style: str) -> None:
 
 def test_native_tool_calling_offers_the_tools_and_reads_the_call_as_a_turn() -> None:
     from conftest import make_planner, tasks
-
-    from envs.report import SPECS, ReportEnv
-    from experiments.episode import simulate
-    from planners.llm.profiles import SKILLS
+    from planarena.envs.report.env import SPECS, ReportEnv
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners.llm.profiles import SKILLS
 
     for srv in serve("native"):
         record, trace = _episode(srv, "react", planner_kwargs={"tool_calling": "native"})
@@ -456,7 +453,7 @@ def cli(run_dir: Path, cache: Path, url: str, secret: str, *extra: str) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "experiments.runner",
+        "planarena.experiments.run.runner",
         "llm=openai",
         f"llm.base_url={url}",
         "llm.model=fake",
@@ -525,7 +522,7 @@ def test_cli_end_to_end_keeps_the_key_out_of_every_file_and_a_rerun_is_free(
 
 
 def test_a_missing_key_stops_the_run_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments.llm_factory import BackendFactory
+    from planarena.experiments.run.llm_factory import BackendFactory
 
     monkeypatch.delenv("PLANARENA_ABSENT_KEY", raising=False)
     with pytest.raises(ValueError, match="PLANARENA_ABSENT_KEY"):

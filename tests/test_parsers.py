@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from planners.formats import (
+from planarena.planners.formats import (
     FINISH,
     Generated,
     OutputParseError,
@@ -28,7 +27,7 @@ from planners.formats import (
     parse_step_candidates,
     request_format,
 )
-from planners.plan import PlanError, parse_plan
+from planarena.planners.plan import PlanError, parse_plan
 
 TOOLS = frozenset({"search_web", "parse_pdf", "generate_summary"})
 ARGS = {"query": "Acme annual report 2025", "year": 2025}
@@ -213,9 +212,9 @@ def test_candidate_scores_and_outcomes_use_the_same_policy() -> None:
 
 
 def test_request_format_names_what_each_prompt_asks_for() -> None:
-    from envs.report import SPECS
-    from planners.formats import PROPOSE_ACTIONS, PROPOSE_STEPS, RATE_PLAN, ROLLOUT
-    from planners.prompts import plan_system, react_system
+    from planarena.envs.report.env import SPECS
+    from planarena.planners.formats import PROPOSE_ACTIONS, PROPOSE_STEPS, RATE_PLAN, ROLLOUT
+    from planarena.planners.prompts import plan_system, react_system
 
     react = [{"role": "system", "content": react_system(SPECS)}, {"role": "user", "content": "T"}]
     plan = [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "T"}]
@@ -242,7 +241,7 @@ class _Garbage:
         self.text = text
 
     async def generate(self, messages: Any, *, role: str, model: Any, request: Any) -> Any:
-        from planners.llm.base import Completion
+        from planarena.planners.llm.base import Completion
 
         return Completion(self.text)
 
@@ -252,9 +251,8 @@ def test_a_model_that_never_keeps_the_format_is_malformed_output_for_every_plann
     text: str,
 ) -> None:
     from conftest import ALL_PLANNERS, MODELS, make_planner, tasks
-
-    from envs.report import ReportEnv
-    from experiments.episode import run_episode
+    from planarena.envs.report.env import ReportEnv
+    from planarena.experiments.run.episode import run_episode
 
     task = tasks("simple", 1)[0]
     for name in ALL_PLANNERS:

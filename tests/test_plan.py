@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from planners.plan import (
+from planarena.planners.plan import (
     Plan,
     PlanError,
     PlanStep,
@@ -447,11 +446,10 @@ def test_episodes_of_every_planner_leave_the_plans_parse_plan_keeps_as_parsed() 
 
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
-
-    from envs.faults import FaultConfig
-    from experiments.episode import simulate
-    from planners import plan as plan_module
-    from planners.llm.profiles import SKILLS
+    from planarena.envs.faults import FaultConfig
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners import plan as plan_module
+    from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
     rules = FaultConfig(

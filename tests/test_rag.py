@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from envs import clock, rag_corpus
-from envs.rag import (
+from planarena.envs import clock
+from planarena.envs.rag import corpus as rag_corpus
+from planarena.envs.rag.corpus import DATA_FILE, STATIONS, build_corpus
+from planarena.envs.rag.env import (
     SLOTS,
     RagEnv,
     RagWorld,
@@ -23,15 +24,15 @@ from envs.rag import (
     nearest_queries,
     nearest_vague,
 )
-from envs.rag_corpus import DATA_FILE, STATIONS, build_corpus
-from envs.tools import PLAN_LOGIC, ToolError
-from experiments.episode import EpisodeRecord, run_episode
-from planners.base import PlannerResult, PlannerStats
-from planners.executor import STATIC, PlanExecutor
-from planners.llm.base import Completion, EpisodeLLM
-from planners.llm.profiles import SKILLS
-from planners.llm.sim import render_step
-from planners.plan import PlanError, parse_plan
+from planarena.envs.tools import PLAN_LOGIC, ToolError
+from planarena.experiments.run.episode import EpisodeRecord, run_episode
+from planarena.planners.base import PlannerResult, PlannerStats
+from planarena.planners.executor import STATIC, PlanExecutor
+from planarena.planners.llm.base import Completion, EpisodeLLM
+from planarena.planners.llm.profiles import SKILLS
+from planarena.planners.llm.sim import render_step
+from planarena.planners.plan import PlanError, parse_plan
+
 from tests.conftest import ALL_PLANNERS, MODELS, episode, make_planner
 
 ENV = RagEnv()
@@ -70,21 +71,21 @@ def test_shipped_corpus_is_the_generated_one() -> None:
 def test_the_corpus_cli_has_help_and_writes_only_where_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m envs.rag_corpus --help`` prints usage and writes nothing (it used to ignore
+    """``python -m planarena.envs.rag.corpus --help`` prints usage and writes nothing (it used to ignore
     its arguments and rewrite the shipped file); ``--out`` writes elsewhere, ``--check``
     compares."""
     before = (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns)
     repo = Path(__file__).resolve().parents[1]
     for args in (["--help"], ["--bogus"]):
         proc = subprocess.run(
-            [sys.executable, "-m", "envs.rag_corpus", *args],
+            [sys.executable, "-m", "planarena.envs.rag.corpus", *args],
             capture_output=True,
             text=True,
             cwd=repo,
             timeout=60,
         )
         assert proc.returncode == (0 if args == ["--help"] else 2), proc.stderr
-        assert "usage: python -m envs.rag_corpus" in proc.stdout + proc.stderr
+        assert "usage: python -m planarena.envs.rag.corpus" in proc.stdout + proc.stderr
     assert (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns) == before
     out = tmp_path / "corpus.jsonl"
     assert rag_corpus.main(["--out", str(out)]) == 0
@@ -409,7 +410,7 @@ def test_bug3_the_replanner_recovers_the_missing_hop() -> None:
     """Loud means recoverable: given a first plan with no second hop, a replanning planner
     reads the synthesis' refusal and adds the conditional retrieval (the replan is the
     simulated model's)."""
-    from planners.llm.sim import SimLLM
+    from planarena.planners.llm.sim import SimLLM
 
     keys = (0, MEDIUM.env, MEDIUM.task_id, 0)
     sim = SimLLM(SKILLS["perfect"], ENV.oracle(MEDIUM), seed_keys=keys)

@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
-from experiments import records, tables
-from experiments.metrics import (
+from planarena.experiments.analysis import tables
+from planarena.experiments.analysis.metrics import (
     CATEGORY_COLUMNS,
     EPISODE_COLUMNS,
     _group_positions,
@@ -24,7 +23,8 @@ from experiments.metrics import (
     _trace_fields,
     task_codes,
 )
-from experiments.records import as_categories, load_records, write_parquet
+from planarena.experiments.records import store as records
+from planarena.experiments.records.store import as_categories, load_records, write_parquet
 
 KEEP = (*EPISODE_COLUMNS, "detail")
 CATEGORIES = (*CATEGORY_COLUMNS, "detail")
@@ -240,7 +240,7 @@ def test_tables_from_the_columns_they_read_are_byte_identical(
 def test_finish_writes_what_the_whole_records_frame_gives(
     small_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from experiments.runner import finish
+    from planarena.experiments.run.runner import finish
 
     for d in ("batched", "whole"):
         (tmp_path / d).mkdir()
@@ -323,7 +323,7 @@ def test_trace_fields_equal_the_parsed_line() -> None:
 
 
 def test_resampled_sums_equal_the_weighted_sums_bit_for_bit() -> None:
-    from experiments.metrics import resampled_sums, task_weights
+    from planarena.experiments.analysis.metrics import resampled_sums, task_weights
 
     rng = np.random.default_rng(2)
     n = 3000  # several chunks of draws

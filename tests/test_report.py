@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments import metrics, report
-from experiments.figures import FIGURE_NAMES
-from experiments.metrics import EPISODE_COLUMNS
-from experiments.records import load_records
-from experiments.report import duplicate_episodes, load_runs, main, resolve_seed
+from planarena.experiments.analysis import metrics, report
+from planarena.experiments.analysis.figures import FIGURE_NAMES
+from planarena.experiments.analysis.metrics import EPISODE_COLUMNS
+from planarena.experiments.analysis.report import duplicate_episodes, load_runs, main, resolve_seed
+from planarena.experiments.records.store import load_records
 
 BIN = Path(sys.executable).parent
 OUTPUTS = ("summary.csv", "summary.md", "summary.tex")
@@ -33,7 +32,7 @@ def run_dir(small_run_dir: Path) -> Path:
 
 
 def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Textbook Wilson score interval, written out independently of experiments.metrics."""
+    """Textbook Wilson score interval, written out independently of planarena.experiments.analysis.metrics."""
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -230,7 +229,7 @@ def test_a_damaged_records_file_is_one_line_naming_file_and_line(
 ) -> None:
     """A record line that is not JSON, in the middle of the file, stops planarena-report with
     one line naming the file and the line, and exit status 2 (no traceback)."""
-    from experiments.report import main
+    from planarena.experiments.analysis.report import main
 
     lines = (small_run_dir / "episodes.jsonl").read_text().splitlines()
     damaged = tmp_path / "run"
@@ -287,8 +286,8 @@ def test_a_swept_key_a_run_does_not_override_is_the_value_that_run_used(tmp_path
     assert list(df["llm.skill"]) == ["strong", "weak", ""]  # c's files do not record it
     assert list(df["executor.parallel"]) == ["", "", "true"]  # no file of a or b has it
     # a notebook's experiments.load (summarize keeps the columns it finds): not blanks
-    from experiments import load
-    from experiments.metrics import with_swept_columns
+    from planarena.experiments import load
+    from planarena.experiments.analysis.metrics import with_swept_columns
 
     loaded = load(str(tmp_path / "*_*"))
     assert list(loaded["config.n_tasks"]) == ["20", "4", "7"]

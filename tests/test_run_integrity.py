@@ -16,10 +16,8 @@ from typing import Any
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
-
-from envs.tools import Toolbox
-from experiments.llm_factory import ConfigError, llm_label
-from experiments.records import (
+from planarena.envs.tools import Toolbox
+from planarena.experiments.records.store import (
     RecordsError,
     RunDirError,
     RunLock,
@@ -27,9 +25,10 @@ from experiments.records import (
     read_jsonl,
     repair_run_dir,
 )
-from experiments.runner import HarnessStop, prepare, run, validate
-from planners.base import Planner, PlannerResult, TaskView
-from planners.llm.base import EpisodeLLM
+from planarena.experiments.run.llm_factory import ConfigError, llm_label
+from planarena.experiments.run.runner import HarnessStop, prepare, run, validate
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.llm.base import EpisodeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -55,7 +54,7 @@ def cli(
     run_dir: Path | None, *overrides: str, timeout: float = 120, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     where = [f"hydra.run.dir={run_dir}"] if run_dir else []
-    cmd = [sys.executable, "-m", "experiments.runner", *where, *SMALL, *overrides]
+    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *where, *SMALL, *overrides]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
@@ -159,7 +158,7 @@ def test_starting_over_keeps_every_earlier_run_and_no_stale_table(tmp_path: Path
     overwrote the first one's ``*.replaced`` (seed 0's records lost), and the old run's
     episodes.parquet and summary.* stayed beside the new records until the new job
     finished (after a kill, a notebook loading episodes.parquet read the old config)."""
-    from experiments.runner import finish
+    from planarena.experiments.run.runner import finish
 
     out = tmp_path / "run"
     for seed in (0, 1, 2):
@@ -280,7 +279,7 @@ def test_a_second_job_on_a_locked_dir_exits_at_once(reference: Path, tmp_path: P
 @pytest.mark.slow  # ~15 s: two jobs started together
 def test_default_run_dirs_do_not_collide(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "experiments.runner", *SMALL, "planner=react", "n_tasks=1"]
+    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *SMALL, "planner=react", "n_tasks=1"]
     procs = [
         subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2)
@@ -409,7 +408,7 @@ def test_worker_processes_are_refused_where_records_would_depend_on_them() -> No
 
 
 def test_skill_validation_follows_the_profile_model() -> None:
-    from planners.llm.profiles import SkillProfile
+    from planarena.planners.llm.profiles import SkillProfile
 
     cfg = cfg_of()
     with open_dict(cfg):
@@ -539,8 +538,7 @@ def test_every_key_of_the_shipped_configs_passes_the_key_check_and_what_it_refus
     (with its experiment chosen) passes it; and each override it refuses, Hydra's own
     composition refuses too."""
     from hydra.errors import ConfigCompositionException
-
-    from experiments.runner import CONFIG_DIR, unknown_key_override
+    from planarena.experiments.run.runner import CONFIG_DIR, unknown_key_override
 
     def keys(path: Path) -> dict[str, Any]:
         node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
@@ -644,7 +642,7 @@ def test_kill_9_at_any_instant_then_rerun_equals_an_uninterrupted_run(tmp_path: 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for i, written in enumerate((1, 40)):  # killed right after its first record, and mid-run
         out = tmp_path / f"killed{i}"
-        cmd = [sys.executable, "-m", "experiments.runner", f"hydra.run.dir={out}", *SMALL, *args]
+        cmd = [sys.executable, "-m", "planarena.experiments.run.runner", f"hydra.run.dir={out}", *SMALL, *args]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
         episodes, deadline = out / "episodes.jsonl", time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -670,7 +668,7 @@ def _alive(pid: int) -> bool:
 def test_worker_processes_die_with_a_killed_job(tmp_path: Path) -> None:
     """Orphaned workers would hold the run dir's lock and compute for nobody."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "experiments.runner", f"hydra.run.dir={tmp_path}", *SMALL]
+    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", f"hydra.run.dir={tmp_path}", *SMALL]
     cmd += ["planner=react", "n_tasks=2000", "workers=2", "figures=false"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     episodes, deadline = tmp_path / "episodes.jsonl", time.monotonic() + 60
@@ -692,7 +690,7 @@ def test_ctrl_c_ends_with_one_line_and_a_resumable_dir(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "experiments.runner",
+        "planarena.experiments.run.runner",
         f"hydra.run.dir={tmp_path}",
         *SMALL,
         "n_tasks=5000",  # long enough that the interrupt lands mid-run (200 ran out in <1 s)
@@ -743,7 +741,7 @@ def test_readers_name_the_file_and_line(
     path.write_text(good[0] + '\n{"foo": 1}\n')
     with pytest.raises(RecordsError, match=r"episodes.jsonl:2: record lacks the key"):
         load(tmp_path)
-    from experiments.report import load_runs  # what planarena-report reads with
+    from planarena.experiments.analysis.report import load_runs  # what planarena-report reads with
 
     with pytest.raises(RecordsError, match=r"episodes.jsonl:2: record lacks the key"):
         load_runs([tmp_path])
@@ -751,8 +749,7 @@ def test_readers_name_the_file_and_line(
 
 def test_records_load_the_same_in_chunks(reference: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
-
-    from experiments import records
+    from planarena.experiments.records import store as records
 
     whole = records.load_records(reference / "episodes.jsonl")
     monkeypatch.setattr(records, "CHUNK_ROWS", 2)  # bounded memory for large runs
@@ -760,7 +757,7 @@ def test_records_load_the_same_in_chunks(reference: Path, monkeypatch: pytest.Mo
 
 
 def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
-    from experiments.records import claim_identity
+    from planarena.experiments.records.store import claim_identity
 
     first = claim_identity(tmp_path, {"seed": 0}, resume=True)
     (tmp_path / "episodes.jsonl").write_text("")  # killed before its first episode
@@ -770,9 +767,9 @@ def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
 
 
 def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) -> None:
-    from experiments.episode import EpisodeRecord
-    from experiments.llm_factory import InfrastructureError
-    from experiments.runner import FailFast
+    from planarena.experiments.run.episode import EpisodeRecord
+    from planarena.experiments.run.llm_factory import InfrastructureError
+    from planarena.experiments.run.runner import FailFast
 
     row = json.loads(lines(reference / "episodes.jsonl")[0])
     ok = EpisodeRecord(**row)

@@ -11,12 +11,11 @@ from pathlib import Path
 import pandas as pd
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
-
-from envs.tools import Toolbox
-from experiments.metrics import FAILURE_MODES
-from experiments.runner import finish, run
-from planners.base import Planner, PlannerResult, TaskView
-from planners.llm.base import EpisodeLLM
+from planarena.envs.tools import Toolbox
+from planarena.experiments.analysis.metrics import FAILURE_MODES
+from planarena.experiments.run.runner import finish, run
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.llm.base import EpisodeLLM
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 REQUIRED = [
@@ -47,7 +46,7 @@ def cli(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> str:
     cmd = [
         sys.executable,
         "-m",
-        "experiments.runner",
+        "planarena.experiments.run.runner",
         f"hydra.run.dir={tmp}",
         "progress=false",
         "env=report",  # the default runs every family; these tests count report episodes
@@ -166,10 +165,11 @@ def test_resume_skips_done_episodes_and_survives_a_torn_line(tmp_path: Path) -> 
 
 
 def test_simulate_reproduces_the_cli_record(tmp_path: Path) -> None:
-    from envs.faults import FaultConfig
-    from envs.report import ReportEnv
-    from experiments.episode import simulate
-    from planners.llm.profiles import SKILLS
+    from planarena.envs.faults import FaultConfig
+    from planarena.envs.report.env import ReportEnv
+    from planarena.experiments.run.episode import simulate
+    from planarena.planners.llm.profiles import SKILLS
+
     from tests.conftest import make_planner
 
     cli(tmp_path, "planner=tot", "complexity=medium", "n_tasks=2", "seed=9")
@@ -202,7 +202,7 @@ def test_the_lazy_job_list_is_the_job_order_and_selects_like_a_list(tmp_path: Pa
     """Jobs are built from their index on demand; they must be exactly the jobs, in the order,
     that nested loops over env x complexity x planner x task x trial give, and slicing (a
     worker's share) and resume's selection must behave as on a list."""
-    from experiments.runner import prepare
+    from planarena.experiments.run.runner import prepare
 
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
         cfg = compose(
@@ -248,7 +248,7 @@ def test_a_command_ends_after_the_exit_hooks_of_threads_and_of_atexit(tmp_path: 
     log = tmp_path / "log"
     script.write_text(
         "import atexit, sys, threading\n"
-        "from experiments.process import run_and_exit\n"
+        "from planarena.experiments.process import run_and_exit\n"
         f"log = open({str(log)!r}, 'w')\n"
         "threading._register_atexit(lambda: log.write('thread hook\\n'))\n"
         "atexit.register(lambda: (log.write('atexit\\n'), log.close()))\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 from hydra import compose, initialize_config_dir
+from planarena.experiments.studies.scenarios import render, scenario_table
 
-from experiments.scenarios import render, scenario_table
 from tests.conftest import CONFIGS
 
 

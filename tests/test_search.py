@@ -13,8 +13,7 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from search import (
+from planarena.search import (
     SearchResult,
     SyncAdapter,
     beam_search,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from planners.llm.profiles import SKILLS
+from planarena.planners.llm.profiles import SKILLS
+
 from tests.conftest import episode, make_planner, tasks
 
 

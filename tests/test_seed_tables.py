@@ -6,10 +6,9 @@ import re
 from pathlib import Path
 
 import pandas as pd
-
-from experiments.metrics import failure_distribution, summarize
-from experiments.seed_tables import ORDER, render, table_91, table_93
-from experiments.tables import completion_table, failure_table
+from planarena.experiments.analysis.metrics import failure_distribution, summarize
+from planarena.experiments.analysis.tables import completion_table, failure_table
+from planarena.experiments.studies.seed_tables import ORDER, render, table_91, table_93
 
 # successes out of 200 per planner x complexity: the seed-0 run's rates, with the
 # half-percent values (26.5 %, 81.5 %, 82.5 %, 75.5 %, 90.5 %) that half-to-even integer

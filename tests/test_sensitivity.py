@@ -8,8 +8,7 @@ import pandas as pd
 from conftest import CONFIGS
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-
-from experiments.sensitivity import (
+from planarena.experiments.studies.sensitivity import (
     VERDICTS,
     _markdown,
     by_factor,

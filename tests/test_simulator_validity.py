@@ -14,17 +14,16 @@ import json
 from typing import Any
 
 from conftest import MODELS, episode, make_planner, tasks
-
-from envs import clock
-from envs.faults import FaultInjector, FaultRule
-from envs.report import ReportEnv, ReportWorld
-from experiments.episode import simulate
-from planners.base import TaskView
-from planners.llm.base import Budget, EpisodeLLM, Request
-from planners.llm.profiles import SKILLS, SkillProfile
-from planners.llm.sim import SimLLM
-from planners.prompts import plan_system
-from planners.search_support import PartialPlanProblem
+from planarena.envs import clock
+from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.report.env import ReportEnv, ReportWorld
+from planarena.experiments.run.episode import simulate
+from planarena.planners.base import TaskView
+from planarena.planners.llm.base import Budget, EpisodeLLM, Request
+from planarena.planners.llm.profiles import SKILLS, SkillProfile
+from planarena.planners.llm.sim import SimLLM
+from planarena.planners.prompts import plan_system
+from planarena.planners.search_support import PartialPlanProblem
 
 ENV = ReportEnv(p_stale_trap=1.0)
 
@@ -334,7 +333,7 @@ def test_a_revision_conditions_on_the_plan_it_revises() -> None:
 def test_candidate_menus_come_from_the_belief() -> None:
     """Finding 8: a perfect model's first candidate is always the right move, and an invented
     tool is proposed less often than real alternatives."""
-    from planners.formats import parse_step_candidates
+    from planarena.planners.formats import parse_step_candidates
 
     names = set(ReportWorld(tasks("simple", n=1)[0]).catalogue()[i].name for i in range(6))
     invented = real_alternatives = 0
@@ -384,9 +383,9 @@ def test_budget_stops_bfs_without_overshooting_by_more_than_one_call() -> None:
 def test_failure_modes_need_evidence() -> None:
     """Finding 10: giving up on an unreachable task without having observed the missing
     data is not credited as a correct report; an empty plan is a plan logic error."""
-    from envs.base import Grade
-    from experiments.episode import classify
-    from planners.base import PlannerResult
+    from planarena.envs.base import Grade
+    from planarena.experiments.run.episode import classify
+    from planarena.planners.base import PlannerResult
 
     task = tasks("medium", n=1, unreachable_rate=1.0)[0]
     said = PlannerResult(None, "reported_unreachable", "cannot")
@@ -403,8 +402,7 @@ def test_trials_rerun_the_same_world_unless_asked_to_redraw_it() -> None:
     ``redraw_faults`` each trial draws its own world."""
     from conftest import CONFIGS
     from omegaconf import OmegaConf
-
-    from envs.faults import FaultConfig
+    from planarena.envs.faults import FaultConfig
 
     faults = FaultConfig(**OmegaConf.load(CONFIGS / "faults" / "heavy.yaml"))  # type: ignore[arg-type]
     pool = tasks("medium", n=10)
@@ -434,9 +432,14 @@ def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
     """The simulator reads a ReAct transcript from where the last request ended when its
     first messages are the same objects; every answer must equal the one a simulator that
     reads the whole transcript afresh gives, and an edited earlier message must be re-read."""
-    from envs.tools import ToolError
-    from planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
-    from planners.prompts import react_system
+    from planarena.envs.tools import ToolError
+    from planarena.planners.formats import (
+        FINISH,
+        OutputParseError,
+        observation_text,
+        parse_action_turn,
+    )
+    from planarena.planners.prompts import react_system
 
     async def ask(sim: SimLLM, messages: list[dict[str, str]]) -> str:
         out = await sim.generate(

@@ -1,6 +1,6 @@
 """Statistics with the task as the unit, on hand-made record sets whose answer is known.
 
-Every expected number here is computed independently of experiments.metrics: closed-form
+Every expected number here is computed independently of planarena.experiments.analysis.metrics: closed-form
 Wilson written out below, hand counts, binomial sums, np.repeat for weighted percentiles.
 """
 
@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments.metrics import (
+from planarena.experiments.analysis.metrics import (
     cell_keys,
     consistency_k,
     holm,
@@ -34,7 +33,7 @@ from experiments.metrics import (
     weighted_percentile_rows,
     with_swept_columns,
 )
-from experiments.tables import write_summaries
+from planarena.experiments.analysis.tables import write_summaries
 
 
 def wilson(c: int, n: int) -> tuple[float, float]:
@@ -343,7 +342,11 @@ def test_summary_md_has_every_reliability_section(tmp_path: Path) -> None:
 
 
 def test_time_from_first_fault_to_next_success_by_hand(tmp_path: Path) -> None:
-    from experiments.metrics import first_recovery_time, read_recovery_times, time_to_recover
+    from planarena.experiments.analysis.metrics import (
+        first_recovery_time,
+        read_recovery_times,
+        time_to_recover,
+    )
 
     calls = [
         {"t0": 0.0, "t1": 1.0, "ok": True, "injected": False},
@@ -374,7 +377,7 @@ def test_a_wrong_result_is_a_fault_in_both_recovery_tables(tmp_path: Path) -> No
     runs from its end to the next ok call that was not itself injected, and the Time to
     recover table counts its episode in n_faulted as Conditional recovery does (by the
     record's faults_injected), cell by cell."""
-    from experiments.metrics import first_recovery_time
+    from planarena.experiments.analysis.metrics import first_recovery_time
 
     wrong = [
         {"t0": 0.0, "t1": 1.0, "ok": True, "injected": False},

@@ -1,4 +1,4 @@
-"""Tests for experiments.tables: files exist, have the promised schema, and are reproducible."""
+"""Tests for planarena.experiments.analysis.tables: files exist, have the promised schema, and are reproducible."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments.metrics import COMPLEXITY_ORDER, SUMMARY_COLUMNS, summarize
-from experiments.tables import (
+from planarena.experiments.analysis.metrics import COMPLEXITY_ORDER, SUMMARY_COLUMNS, summarize
+from planarena.experiments.analysis.tables import (
     completion_table,
     format_completion_table,
     write_summaries,
@@ -140,7 +139,7 @@ def test_format_completion_table_is_github_style() -> None:
 
 
 def test_summary_has_paired_and_pass_k_sections(tmp_path: Path) -> None:
-    from experiments.tables import paired_table, pass_k_table
+    from planarena.experiments.analysis.tables import paired_table, pass_k_table
 
     df = make_episodes()
     write_summaries(df, tmp_path)
@@ -206,7 +205,7 @@ def test_summary_tex_compiles_in_a_two_column_paper(tmp_path: Path) -> None:
 def test_left_out_episodes_are_counted_as_what_they_are(tmp_path: Path) -> None:
     """The Method paragraph counts infrastructure errors and cost-cap cuts apart: a cut
     episode was reported as an 'infrastructure_error episode (the LLM endpoint failed)'."""
-    from experiments.tables import left_out_text
+    from planarena.experiments.analysis.tables import left_out_text
 
     df = pd.DataFrame(
         {
@@ -225,7 +224,7 @@ def test_left_out_episodes_are_counted_as_what_they_are(tmp_path: Path) -> None:
 def test_tables_of_records_with_no_measured_episode_say_so(tmp_path: Path) -> None:
     """Every record left out (a cost cap that cut the first episode, or an endpoint that
     failed at once): empty tables and a line saying why, no exception; and no figure."""
-    from experiments.figures import write_figures
+    from planarena.experiments.analysis.figures import write_figures
 
     df = make_episodes().assign(
         success=False, failure_mode="infrastructure_error", stop_reason="infrastructure_error"

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from experiments.trace_view import (
+from planarena.experiments.analysis.trace_view import (
     EpisodeTrace,
     action_label,
     assign_lanes,
@@ -168,7 +167,7 @@ def test_synthetic_search_tree_event_and_action_labels() -> None:
 
 
 def test_mcts_nodes_are_coloured_by_value_else_score_else_visits() -> None:
-    from experiments.trace_view import node_value, tree_colour_key
+    from planarena.experiments.analysis.trace_view import node_value, tree_colour_key
 
     nodes = [
         {"node": 0, "parent": None, "action": None, "score": None, "visits": 4, "value_sum": 2.0},

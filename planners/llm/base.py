@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from envs import caches, clock
-from envs.jsontext import encoder
-from planners.formats import Generated
-from planners.llm.profiles import ModelProfile
-from planners.llm.tokens import (
+from planarena.envs import caches, clock
+from planarena.envs.jsontext import encoder
+from planarena.planners.formats import Generated
+from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.tokens import (
     ENCODING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_REPLY,
@@ -106,7 +106,7 @@ class Request:
 
 class PromptReader:
     """A request's digest (:meth:`Request.digest_of`) and o200k prompt tokens
-    (:func:`~planners.llm.tokens.count_messages`), continued from the last request's when its
+    (:func:`~planarena.planners.llm.tokens.count_messages`), continued from the last request's when its
     messages begin with the very same message texts (a transcript that grows turn by turn is
     hashed and counted once, not once a turn). Equal to the two functions for any messages."""
 
@@ -239,7 +239,7 @@ class EpisodeLLM:
         self, messages: Sequence[Message], *, role: str, tools: Sequence[Any] | None = None
     ) -> str:
         """The model's reply to ``messages``. With a known ``finish_reason`` it is a
-        :class:`~planners.formats.Generated` (a str), so parsers can refuse to repair an
+        :class:`~planarena.planners.formats.Generated` (a str), so parsers can refuse to repair an
         output cut at ``max_tokens``. ``tools`` (tool specs) offers native tool calling to a
         backend that supports it (``native_tools``); others ignore it and read the prompt."""
         if role not in ROLES:

@@ -16,12 +16,12 @@ process stored the entry first, its reply is used, so records always match a rer
 
 **Request hygiene.** Consecutive messages of the same role are merged (chat templates that
 enforce alternation reject them); each request gets the stop sequences and ``max_tokens`` of
-the format it asks for (:func:`planners.formats.request_format`); the SDK's retries are
+the format it asks for (:func:`planarena.planners.formats.request_format`); the SDK's retries are
 ``max_retries`` and the whole call, retries included, is bounded by ``timeout_s``.
 
 **Errors are the endpoint's.** A request the endpoint does not answer (connection refused,
 timeout, a rejected key, an HTTP 4xx/5xx error, a prompt beyond the model's context) raises
-:class:`~planners.llm.base.EndpointError`; the episode is recorded as ``infrastructure_error``
+:class:`~planarena.planners.llm.base.EndpointError`; the episode is recorded as ``infrastructure_error``
 (not an agent failure) and runs again on resume.
 
 **Prices and names.** The record and trace name the model actually used; its price comes from
@@ -45,16 +45,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planners.formats import (
+from planarena.planners.formats import (
     MAX_TOKENS,
     STOP_SEQUENCES,
     render_tool_calls,
     request_format,
     tool_schemas,
 )
-from planners.llm.base import Completion, EndpointError, Message, Request
-from planners.llm.profiles import ModelProfile
-from planners.llm.tokens import count_messages, count_text
+from planarena.planners.llm.base import Completion, EndpointError, Message, Request
+from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.tokens import count_messages, count_text
 
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _](length|size|window)|maximum context|context_length_exceeded|too many tokens",

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from envs import caches
-from envs.jsontext import encoder
-from envs.oracle import (
+from planarena.envs import caches
+from planarena.envs.jsontext import encoder
+from planarena.envs.oracle import (
     REPORT_UNREACHABLE,
     SUBMIT_ANSWER,
     GoldStep,
@@ -36,8 +36,8 @@ from envs.oracle import (
     Ref,
     literal_args,
 )
-from envs.rng import KeyedDraws
-from planners.formats import (
+from planarena.envs.rng import KeyedDraws
+from planarena.planners.formats import (
     FINISH,
     POSTCONDITION_NOTE,
     OutputParseError,
@@ -48,9 +48,9 @@ from planners.formats import (
     parse_step_lines,
     render_candidates,
 )
-from planners.llm.base import Completion, Message, Request
-from planners.llm.profiles import ModelProfile, SkillProfile
-from planners.llm.tokens import count_messages
+from planarena.planners.llm.base import Completion, Message, Request
+from planarena.planners.llm.profiles import ModelProfile, SkillProfile
+from planarena.planners.llm.tokens import count_messages
 
 _DECODER = json.JSONDecoder()  # stateless: one for every raw_decode
 _PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once

@@ -17,9 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 import tiktoken
+from planarena.envs import caches
 from tiktoken.load import load_tiktoken_bpe
-
-from envs import caches
 
 ENCODING = "o200k_base"
 # The o200k_base split pattern and special tokens, as tiktoken_ext.openai_public defines them.

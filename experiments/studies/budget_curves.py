@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from experiments.sensitivity import group_keys, run_grid
+from planarena.experiments.studies.sensitivity import group_keys, run_grid
 
 
 def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
@@ -64,8 +63,7 @@ def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from experiments.figures import planner_colors
+    from planarena.experiments.analysis.figures import planner_colors
 
     colors = planner_colors(planners)
     markers = dict(zip(planners, "osD^vP*Xhp<>", strict=False))

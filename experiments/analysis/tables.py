@@ -1,4 +1,4 @@
-"""Paper-ready tables (CSV, Markdown, LaTeX) built from :mod:`experiments.metrics`.
+"""Paper-ready tables (CSV, Markdown, LaTeX) built from :mod:`planarena.experiments.analysis.metrics`.
 
 All outputs are deterministic for a given episode table and seed (sorted rows, no
 timestamps, fixed number formats), so regenerated tables can be diffed byte for byte.
@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from tabulate import tabulate
-
-from experiments.metrics import (
+from planarena.experiments.analysis.metrics import (
     CATEGORY_COLUMNS,
     COMPLEXITY_ORDER,
     PERCENTILE_METHOD,
@@ -34,7 +32,13 @@ from experiments.metrics import (
     time_to_recover,
     with_swept_columns,
 )
-from experiments.records import INFRASTRUCTURE_ERROR, JOB_COST_CAP, as_categories, measured
+from planarena.experiments.records.store import (
+    INFRASTRUCTURE_ERROR,
+    JOB_COST_CAP,
+    as_categories,
+    measured,
+)
+from tabulate import tabulate
 
 MISSING = "--"
 """Placeholder for cells without data (ASCII so it is safe in Markdown and LaTeX)."""
@@ -51,8 +55,8 @@ _COMPLETION_INPUTS = (
 
 def tables_frame(df: pd.DataFrame) -> pd.DataFrame:
     """The columns of ``df`` the tables and figures read
-    (:func:`~experiments.metrics.table_columns`), the repeated strings
-    (:data:`~experiments.metrics.CATEGORY_COLUMNS`) as categoricals: what
+    (:func:`~planarena.experiments.analysis.metrics.table_columns`), the repeated strings
+    (:data:`~planarena.experiments.analysis.metrics.CATEGORY_COLUMNS`) as categoricals: what
     :func:`write_summaries` computes from (the same bytes as from every column, with less
     to copy)."""
     overrides = pd.unique(df["overrides"]) if "overrides" in df.columns else ()
@@ -284,7 +288,7 @@ def _latex_per_env(table: pd.DataFrame, caption: str, label: str, *, wide: bool)
 
 
 def left_out_text(df: pd.DataFrame) -> str:
-    """What :func:`~experiments.records.measured` leaves out of ``df``, each kind counted and
+    """What :func:`~planarena.experiments.records.store.measured` leaves out of ``df``, each kind counted and
     named as what it is ("" when nothing is left out)."""
     if "failure_mode" not in df.columns:
         return ""

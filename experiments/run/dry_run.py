@@ -20,22 +20,26 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
-
-from experiments.episode import run_episode
-from experiments.llm_factory import BackendFactory, llm_label, model_price, model_profiles
-from planners.llm.base import Budget
+from planarena.configs import CONFIG_DIR
+from planarena.experiments.run.episode import run_episode
+from planarena.experiments.run.llm_factory import (
+    BackendFactory,
+    llm_label,
+    model_price,
+    model_profiles,
+)
+from planarena.planners.llm.base import Budget
 
 if TYPE_CHECKING:
-    from experiments.runner import Job, Prepared
+    from planarena.experiments.run.runner import Job, Prepared
 
 SAMPLE_TASKS = 3
 """Tasks per env x complexity the dry run simulates (the job's first ones, trial 0)."""
 
-SIM_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "llm" / "sim.yaml"
+SIM_CONFIG = CONFIG_DIR / "llm" / "sim.yaml"
 
 
 def sample(jobs: Sequence[Job], k: int = SAMPLE_TASKS) -> list[Job]:

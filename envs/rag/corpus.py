@@ -3,7 +3,7 @@
 Every document is generated deterministically from the small tables below (stations near
 Taipei, crags, routes, grades, seasons, access) with templated English sentences. The crags,
 routes and their facts are fictional; the stations are only place names. The generated
-corpus is shipped as ``envs/data/rag_climbing.jsonl`` (``python -m envs.rag_corpus`` rewrites
+corpus is shipped as ``envs/data/rag_climbing.jsonl`` (``python -m planarena.envs.rag.corpus`` rewrites
 it, ``--help`` for its options; a test checks the file matches this module).
 
 Kinds of document (``kind``): ``nearest_crag`` (a station guide naming the nearest open crag),
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envs.rng import derive_rng
+from planarena.envs.rng import derive_rng
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "rag_climbing.jsonl"
 CORPUS_SEED = "rag-corpus-v1"
@@ -427,9 +427,9 @@ def write_corpus(path: Path = DATA_FILE) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m envs.rag_corpus [--out PATH] [--check]``: rewrite (or check) the corpus."""
+    """``python -m planarena.envs.rag.corpus [--out PATH] [--check]``: rewrite (or check) the corpus."""
     parser = argparse.ArgumentParser(
-        prog="python -m envs.rag_corpus",
+        prog="python -m planarena.envs.rag.corpus",
         description="Generate the rag env's climbing-guide corpus from the tables in "
         "envs/rag_corpus.py and write it as JSON lines (deterministic: the shipped file is "
         "rewritten byte for byte unless this module changed).",

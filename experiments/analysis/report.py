@@ -1,7 +1,7 @@
 """``planarena-report``: re-render tables and figures from existing episode records.
 
 Nothing is rerun: the records (``episodes.jsonl``) of one run dir, of a sweep dir holding job
-subdirs, or of several dirs merged, are read as :func:`experiments.records.load` reads them
+subdirs, or of several dirs merged, are read as :func:`planarena.experiments.records.store.load` reads them
 and written out as ``summary.md/.csv/.tex`` and ``figures/`` exactly as the runner writes
 them, so a report on a run dir reproduces the runner's files byte for byte. Like the runner,
 it holds only the records' columns the tables and figures read (a chunk of records is parsed
@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from experiments.figures import write_figures
-from experiments.metrics import (
+from planarena.experiments.analysis.figures import write_figures
+from planarena.experiments.analysis.metrics import (
     CATEGORY_COLUMNS,
     EPISODE_COLUMNS,
     override_column,
@@ -37,7 +36,12 @@ from experiments.metrics import (
     with_run_defaults,
     with_swept_columns,
 )
-from experiments.records import (
+from planarena.experiments.analysis.tables import (
+    completion_heading,
+    format_completion_table,
+    write_summaries,
+)
+from planarena.experiments.records.store import (
     RecordsError,
     concat_records,
     measured,
@@ -46,7 +50,6 @@ from experiments.records import (
     record_files,
     run_overrides,
 )
-from experiments.tables import completion_heading, format_completion_table, write_summaries
 
 EPISODE_KEYS: tuple[str, ...] = ("planner", "env", "complexity", "task_id", "seed", "trial")
 """Columns that identify an episode within one run; repeats across runs are reported."""
@@ -74,8 +77,8 @@ def _job_number(run_dir: Path) -> float:
 
 def report_columns(overrides: Iterable[str | None]) -> list[str]:
     """The record columns a report reads: those the tables and figures read
-    (:data:`~experiments.metrics.EPISODE_COLUMNS`) and those the runs' ``overrides`` name
-    (:func:`~experiments.metrics.table_columns` keeps them, :func:`with_swept_columns` and
+    (:data:`~planarena.experiments.analysis.metrics.EPISODE_COLUMNS`) and those the runs' ``overrides`` name
+    (:func:`~planarena.experiments.analysis.metrics.table_columns` keeps them, :func:`with_swept_columns` and
     :func:`duplicate_episodes` look at them). Every other column is left unparsed."""
     wanted = list(EPISODE_COLUMNS)
     for text in overrides:
@@ -103,7 +106,7 @@ def read_runs(
 ) -> Runs:
     """Episodes of every dir, in argument order, then jobs in launch order.
 
-    :func:`experiments.records.record_files` lists a sweep's job dirs lexicographically ("10"
+    :func:`planarena.experiments.records.store.record_files` lists a sweep's job dirs lexicographically ("10"
     before "2"); rows are stably re-sorted by job number (``.hydra/hydra.yaml``), then job dir
     in natural order, so planners appear in the order the jobs ran, which fixes the row order
     of every table and figure. Only :func:`report_columns` are kept (repeated strings as
@@ -364,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def cli() -> None:
     """The console command: :func:`main`, ended without the interpreter's teardown."""
-    from experiments.process import run_and_exit
+    from planarena.experiments.process import run_and_exit
 
     run_and_exit(main)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from planners.llm.base import JobBudgetExhausted, Usage
+from planarena.planners.llm.base import JobBudgetExhausted, Usage
 
 
 class CostCapReached(RuntimeError):

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from experiments.metrics import (
+from planarena.experiments.analysis.metrics import (
     derive_seed,
     percentile,
     task_bootstrap_percentile,

@@ -2,7 +2,7 @@
 
 Questions about rock climbing near Taipei (the nearest crag to a station, its easiest route and
 grade, its season, how to get there) are answered from a shipped corpus of short guide pages
-(``envs.rag_corpus``), retrieved with BM25 (``bm25s``, built in memory from the shipped file; no
+(``planarena.envs.rag.corpus``), retrieved with BM25 (``bm25s``, built in memory from the shipped file; no
 download, no stemmer). Three tools:
 
 - ``retrieve(query)``: BM25 over the whole corpus, top 3 documents;
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from envs.base import (
+from planarena.envs.base import (
     COMPLEXITIES,
     EpisodeTools,
     Grade,
@@ -44,10 +44,10 @@ from envs.base import (
     task_id,
     wrap_tools,
 )
-from envs.faults import FaultRule
-from envs.rag_corpus import DATA_FILE, STATIONS
-from envs.rng import derive_rng
-from envs.tools import (
+from planarena.envs.faults import FaultRule
+from planarena.envs.rag.corpus import DATA_FILE, STATIONS
+from planarena.envs.rng import derive_rng
+from planarena.envs.tools import (
     PLAN_LOGIC,
     LatencyProfile,
     Toolbox,
@@ -58,7 +58,7 @@ from envs.tools import (
 )
 
 if TYPE_CHECKING:  # the oracle module imports this one
-    from envs.rag_oracle import RagOracle
+    from planarena.envs.rag.oracle import RagOracle
 
 ENV_NAME = "rag"
 TOP_K = 3
@@ -628,7 +628,7 @@ class RagEnv:
     ) -> list[str]:
         """Episode- and argument-scoped faults on the calls a correct solution makes (the
         conditional queries as a model writes them, with the crag named)."""
-        from envs.faults import FaultInjector
+        from planarena.envs.faults import FaultInjector
 
         injector = FaultInjector(RagWorld(task), rules, seed_keys=seed_keys)
         kinds: set[str] = set()
@@ -643,7 +643,7 @@ class RagEnv:
         return sorted(kinds)
 
     def oracle(self, task: Task) -> RagOracle:
-        from envs.rag_oracle import RagOracle
+        from planarena.envs.rag.oracle import RagOracle
 
         return RagOracle(task)
 

@@ -57,12 +57,11 @@ def cell_label(cell: Mapping[str, Any]) -> str:
 def run_cell(container: dict[str, Any], cell: dict[str, Any]) -> list[dict[str, Any]]:
     """Every planner x env x complexity x task of the run under one cell's parameters."""
     from hydra.utils import instantiate
-
-    from envs.faults import FaultConfig
-    from experiments.episode import run_episode
-    from experiments.llm_factory import model_profiles, skill_profile
-    from planners.llm.base import Budget
-    from planners.llm.sim import SimLLM
+    from planarena.envs.faults import FaultConfig
+    from planarena.experiments.run.episode import run_episode
+    from planarena.experiments.run.llm_factory import model_profiles, skill_profile
+    from planarena.planners.llm.base import Budget
+    from planarena.planners.llm.sim import SimLLM
 
     llm_cfg = dict(container["llm"])
     if llm_cfg.get("backend", "sim") != "sim":

@@ -1,9 +1,9 @@
 """CPU seconds spent drawing each default figure: build, layout, PDF save and PNG save.
 
-    python -m experiments.bench_figures runs/.../episodes.parquet [--repeat 3] [--out DIR]
+    python -m planarena.experiments.bench.bench_figures runs/.../episodes.parquet [--repeat 3] [--out DIR]
 
-Figures are built and saved exactly as :func:`experiments.figures.write_figures` does (one
-process, through :func:`~experiments.figures.save_figure`); the time of saving is split into
+Figures are built and saved exactly as :func:`planarena.experiments.analysis.figures.write_figures` does (one
+process, through :func:`~planarena.experiments.analysis.figures.save_figure`); the time of saving is split into
 the PDF, the PNG and the rest (solving the layout). Times are process CPU seconds (less disturbed
 than wall time by other work on the machine), the minimum over ``--repeat`` runs.
 """
@@ -20,15 +20,14 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
-
-from experiments import figures as F
-from experiments.metrics import with_swept_columns
+from planarena.experiments.analysis import figures as F
+from planarena.experiments.analysis.metrics import with_swept_columns
 
 
 @contextmanager
 def _timed_saves(times: dict[str, float]) -> Iterator[None]:
     """Record the CPU time of each ``Figure.savefig`` call under its format, and of
-    :func:`experiments.figures._save_png` (which draws the PNG without ``savefig``)."""
+    :func:`planarena.experiments.analysis.figures._save_png` (which draws the PNG without ``savefig``)."""
     original_savefig, original_png = Figure.savefig, getattr(F, "_save_png", None)
 
     def add(fmt: str, start: float) -> None:

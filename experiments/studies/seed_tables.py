@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-from experiments.metrics import failure_distribution, summarize
-from experiments.tables import _pct
+from planarena.experiments.analysis.metrics import failure_distribution, summarize
+from planarena.experiments.analysis.tables import _pct
 
 # §9.1 completion rate (%), by complexity: simple (3 steps), medium (5-8), complex (10+).
 ARTICLE_91 = {
@@ -145,7 +144,7 @@ def table_93(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
-    from envs.report import LATENCY
+    from planarena.envs.report.env import LATENCY
 
     llm = cfg.get("llm", {})
     faults = cfg.get("faults", {})

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envs import caches
-from envs.base import (
+from planarena.envs import caches
+from planarena.envs.base import (
     COMPLEXITIES,
     EpisodeTools,
     Grade,
@@ -26,12 +26,19 @@ from envs.base import (
     task_id,
     wrap_tools,
 )
-from envs.faults import FaultRule
-from envs.rng import derive_rng
-from envs.tools import LatencyProfile, Toolbox, ToolCallRecord, ToolError, ToolSpec, validate_args
+from planarena.envs.faults import FaultRule
+from planarena.envs.rng import derive_rng
+from planarena.envs.tools import (
+    LatencyProfile,
+    Toolbox,
+    ToolCallRecord,
+    ToolError,
+    ToolSpec,
+    validate_args,
+)
 
 if TYPE_CHECKING:  # the oracle module imports this one
-    from envs.report_oracle import ReportOracle
+    from planarena.envs.report.oracle import ReportOracle
 
 ENV_NAME = "report"
 COMPANIES = (
@@ -454,8 +461,8 @@ class ReportEnv:
     def exposure(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]
     ) -> list[str]:
-        from envs.faults import FaultInjector
-        from envs.report_oracle import precise_queries
+        from planarena.envs.faults import FaultInjector
+        from planarena.envs.report.oracle import precise_queries
 
         world = ReportWorld.of(task)
         injector = FaultInjector(world, rules, seed_keys=seed_keys)
@@ -467,7 +474,7 @@ class ReportEnv:
         return sorted(kinds)
 
     def oracle(self, task: Task) -> ReportOracle:
-        from envs.report_oracle import ReportOracle
+        from planarena.envs.report.oracle import ReportOracle
 
         return ReportOracle(task)
 

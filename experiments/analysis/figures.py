@@ -1,7 +1,7 @@
 """Paper figures (PDF for papers, PNG for a quick look) built from episode records.
 
 Five figures, each a pure function of the episode table (plus the seed that
-:func:`experiments.metrics.summarize` uses), so the same records regenerate them
+:func:`planarena.experiments.analysis.metrics.summarize` uses), so the same records regenerate them
 byte for byte:
 
 * ``completion_vs_complexity`` — completion rate per planner and complexity, 95% intervals;
@@ -10,7 +10,7 @@ byte for byte:
 * ``latency_cdf`` — empirical CDF of ``latency_s`` (simulated seconds) per planner, one panel
   per complexity, with P50 and P99 (numpy method 'linear') on one row per planner below;
 * ``failure_modes`` — stacked shares of failure modes per planner
-  (:func:`experiments.metrics.failure_distribution`);
+  (:func:`planarena.experiments.analysis.metrics.failure_distribution`);
 * ``time_to_success`` — share of episodes succeeded by simulated time t, per complexity.
 
 Every planner has a fixed colour *and* marker (and line style), so figures survive greyscale
@@ -58,8 +58,7 @@ from matplotlib.ticker import (
     NullFormatter,
     NullLocator,
 )
-
-from experiments.metrics import (
+from planarena.experiments.analysis.metrics import (
     COMPLEXITY_ORDER,
     DEFAULT_BY,
     failure_distribution,
@@ -941,7 +940,7 @@ def latency_cdf_figure(
     """(c) Empirical CDF of episode latency (simulated s), one panel per complexity (and env).
 
     Under each CDF, one row per planner marks its P50 (circle) and P99 (triangle) joined by a
-    line, so no marker hides another. Percentiles use :func:`experiments.metrics.percentile`
+    line, so no marker hides another. Percentiles use :func:`planarena.experiments.analysis.metrics.percentile`
     (numpy 'linear'); the seed is unused (no resampling). ``envs``: the envs drawn, one row
     each (default: every env in ``df``).
     """
@@ -1032,7 +1031,7 @@ def time_to_success_figure(
     ``estimator="incidence"`` (default): the share of *all* episodes that had succeeded by
     simulated time t (a failure is a competing event that never turns into a success), so
     each curve ends at the completion rate. ``"km"``: Kaplan-Meier ``1 - S(t)`` with failed
-    episodes censored at their end (:func:`experiments.metrics.kaplan_meier`), the time
+    episodes censored at their end (:func:`planarena.experiments.analysis.metrics.kaplan_meier`), the time
     distribution had failed episodes gone on; it reaches 1 whenever the last event is a
     success, so it must not be read as a completion rate (summary.csv gives its median).
     A marker ends each curve. ``envs``: the envs drawn, one row each (default: every env).
@@ -1177,7 +1176,7 @@ def failure_modes_figure(
     """(d) Share of failed episodes per failure mode, one stacked bar per planner, one panel
     per env (envs are not pooled).
 
-    Shares come from :func:`experiments.metrics.failure_distribution` (the same numbers as
+    Shares come from :func:`planarena.experiments.analysis.metrics.failure_distribution` (the same numbers as
     the failure table). Only modes that occur are drawn, each with its fixed colour and hatch;
     the strip under each bar is the planner's colour and ``n`` above it counts failures. The
     legend below takes as many columns as fit the width, and the figure grows to hold it.
@@ -1406,7 +1405,7 @@ def write_figures(
 ) -> list[Path]:
     """Write every figure as PDF and PNG into ``out_dir/figures/``; returns the paths.
 
-    Pass the ``summary`` that :func:`~experiments.tables.write_summaries` returned to avoid
+    Pass the ``summary`` that :func:`~planarena.experiments.analysis.tables.write_summaries` returned to avoid
     computing (and bootstrapping) it twice; it is used only when it has one row per planner x
     env x complexity. Seeds are pooled in a figure (each seed's tasks are other tasks); any
     other swept config value gets its own set of figures in ``figures/<key=value,...>/``, so

@@ -9,6 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from planarena.envs.base import Env, Task
+from planarena.planners.formats import MAX_TOKENS
+from planarena.planners.llm.base import LLMBackend
+from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -21,11 +25,6 @@ from pydantic import (
     create_model,
     field_validator,
 )
-
-from envs.base import Env, Task
-from planners.formats import MAX_TOKENS
-from planners.llm.base import LLMBackend
-from planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
 
 
 class ConfigError(ValueError):
@@ -302,12 +301,12 @@ class BackendFactory:
 
     def for_episode(self, env: Env, task: Task, seed_keys: tuple[object, ...]) -> LLMBackend:
         if self.kind == "sim":
-            from planners.llm.sim import SimLLM
+            from planarena.planners.llm.sim import SimLLM
 
             assert self.skill is not None
             return SimLLM(self.skill, env.oracle(task), seed_keys=seed_keys)
         if self._shared is None:
-            from planners.llm.openai_backend import OpenAIBackend
+            from planarena.planners.llm.openai_backend import OpenAIBackend
 
             self._shared = OpenAIBackend.from_config(self.cfg)
         # the episode's identity keys its response cache (seed, env, task, trial: no planner)

@@ -1,6 +1,6 @@
 """``planarena-trace``: draw one episode of a run for a person to read.
 
-From ``traces.jsonl`` (one trace per episode, written by :mod:`experiments.episode`) it renders:
+From ``traces.jsonl`` (one trace per episode, written by :mod:`planarena.experiments.run.episode`) it renders:
 
 * the **plan DAG**: steps of the ``plan`` event and of every ``replan`` event (square nodes),
   edges from ``depends_on``, dashed edges from the failed step that triggered a replan, node
@@ -38,8 +38,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-
-from experiments.figures import (
+from planarena.experiments.analysis.figures import (
     DOUBLE_COLUMN_IN,
     PDF_METADATA,
     PNG_METADATA,
@@ -846,7 +845,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def cli() -> None:
     """The console command: :func:`main`, ended without the interpreter's teardown."""
-    from experiments.process import run_and_exit
+    from planarena.experiments.process import run_and_exit
 
     run_and_exit(main)
 

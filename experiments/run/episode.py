@@ -12,16 +12,15 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
-from envs import caches, clock
-from envs.base import Env, Grade, Task
-from envs.faults import FaultRule
-from envs.rng import derive_seed
-from envs.tools import PLAN_LOGIC, ToolCallRecord
-from experiments.records import INFRASTRUCTURE_ERROR
-from planners.base import Planner, PlannerResult, TaskView
-from planners.llm.base import (
+from planarena.configs import CONFIG_DIR
+from planarena.envs import caches, clock
+from planarena.envs.base import Env, Grade, Task
+from planarena.envs.faults import FaultRule
+from planarena.envs.rng import derive_seed
+from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
+from planarena.experiments.records.store import INFRASTRUCTURE_ERROR
+from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.llm.base import (
     ROLES,
     Budget,
     BudgetExhausted,
@@ -31,8 +30,9 @@ from planners.llm.base import (
     LLMBackend,
     SpendGate,
 )
-from planners.llm.profiles import ModelProfile
-from search import use_gather
+from planarena.planners.llm.profiles import ModelProfile
+from planarena.search import use_gather
+from pydantic import BaseModel
 
 # The last failed call acted on a premise that did not hold and was not checked first: a
 # guessed argument (nothing by that name, arguments the tool rejects) or a key that a
@@ -298,15 +298,13 @@ def simulate(
     faults, the record equals the one ``planarena`` writes for this episode (``wall_s`` aside).
     """
     import asyncio
-    from pathlib import Path
 
     from omegaconf import OmegaConf
-
-    from experiments.llm_factory import model_profiles
-    from planners.llm.sim import SimLLM
+    from planarena.experiments.run.llm_factory import model_profiles
+    from planarena.planners.llm.sim import SimLLM
 
     if models is None:
-        sim_cfg = Path(__file__).resolve().parents[1] / "configs" / "llm" / "sim.yaml"
+        sim_cfg = CONFIG_DIR / "llm" / "sim.yaml"
         models = model_profiles(OmegaConf.to_container(OmegaConf.load(sim_cfg)))  # type: ignore[arg-type]
     keys = (seed, task.env, task.task_id, trial)  # never the planner: same prompt, same answer
     backend = SimLLM(skill, env.oracle(task), seed_keys=keys)

@@ -1,4 +1,4 @@
-"""Throughput and memory benchmark: ``python -m experiments.benchmark``.
+"""Throughput and memory benchmark: ``python -m planarena.experiments.bench.benchmark``.
 
 Printed as Markdown tables:
 
@@ -32,11 +32,10 @@ from pathlib import Path
 
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-
-from envs.faults import FaultConfig
-from envs.report import ReportEnv
-from experiments.episode import simulate
-from planners.llm.profiles import SKILLS, ModelProfile
+from planarena.envs.faults import FaultConfig
+from planarena.envs.report.env import ReportEnv
+from planarena.experiments.run.episode import simulate
+from planarena.planners.llm.profiles import SKILLS, ModelProfile
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
@@ -124,7 +123,7 @@ def command(*overrides: str) -> dict[str, float]:
         cmd = [
             sys.executable,
             "-m",
-            "experiments.runner",
+            "planarena.experiments.run.runner",
             f"hydra.run.dir={tmp}",
             "progress=false",
             *overrides,
@@ -201,7 +200,7 @@ def _instructions(overrides: Sequence[str]) -> tuple[int, int]:
             f"--log-file={log}",
             sys.executable,
             "-m",
-            "experiments.runner",
+            "planarena.experiments.run.runner",
             f"hydra.run.dir={tmp}/run",
             "progress=false",
             "workers=1",

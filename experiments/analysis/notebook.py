@@ -15,9 +15,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from experiments.records import EPISODES
+from planarena.experiments.records.store import EPISODES
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout that holds ``experiments/`` (with ``pip install -e``, the repository)."""
 
 RUN_VARIABLE = "PLANARENA_RUN"

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from envs.base import Task
-from envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
-from envs.rag import (
+from planarena.envs.base import Task
+from planarena.envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
+from planarena.envs.rag.env import (
     SLOTS,
     Branch,
     RagWorld,
@@ -310,7 +310,7 @@ class RagOracle:
 
     def answer(self, observations: Sequence[Obs]) -> str | None:
         """The finished answer, once a synthesis stating every required fact is observed."""
-        from envs.rag import required_facts
+        from planarena.envs.rag.env import required_facts
 
         facts = [f.lower() for _, _, f in required_facts(self.task)]
         for o in reversed(observations):

@@ -459,7 +459,7 @@ def load(
     overrides differ get a column per swept key, filled for a run that did not override it
     with the value it used (a default run beside ``n_tasks=4``: ``config.n_tasks`` 20, not
     blank), as ``planarena-report`` and the sweep aggregate fill it."""
-    from experiments.metrics import with_run_defaults, with_swept_columns
+    from planarena.experiments.analysis.metrics import with_run_defaults, with_swept_columns
 
     columns = None if columns is None else tuple(columns)
     categories = tuple(categories)

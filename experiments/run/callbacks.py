@@ -21,8 +21,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
-
-from experiments.records import EPISODES, RUN_FILE, STATUS_FILE
+from planarena.experiments.records.store import EPISODES, RUN_FILE, STATUS_FILE
 
 UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 """Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""
@@ -30,7 +29,7 @@ UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 
 def job_outcomes(sweep_dir: Path) -> tuple[list[Path], dict[Path, str]]:
     """Job dirs that finished (in natural order), and the others with why they did not."""
-    from experiments.report import _natural_key
+    from planarena.experiments.analysis.report import _natural_key
 
     finished: list[Path] = []
     failed: dict[Path, str] = {}
@@ -113,7 +112,7 @@ def aggregate(jobs: list[Path], sweep_dir: Path, *, figures: bool = True) -> str
     (Wilson, or the task bootstrap when trials repeat). Reads them as ``planarena-report
     SWEEP_DIR --parquet`` does: the tables from the columns they read, the merged Parquet
     copied a row group at a time (not every column of every episode held at once)."""
-    from experiments.report import (
+    from planarena.experiments.analysis.report import (
         read_runs,
         render,
         resolve_seed,
@@ -128,7 +127,11 @@ def aggregate(jobs: list[Path], sweep_dir: Path, *, figures: bool = True) -> str
         warn_duplicates(df)
         write_episodes_parquet(runs, sweep_dir)
     seed = resolve_seed(df, None)
-    from experiments.tables import completion_heading, format_completion_table, write_summaries
+    from planarena.experiments.analysis.tables import (
+        completion_heading,
+        format_completion_table,
+        write_summaries,
+    )
 
     if not figures:  # tables only, as the jobs did
         table = format_completion_table(write_summaries(df, sweep_dir, seed=seed))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from envs.base import Task
-from envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
-from envs.report import Branch, ReportWorld, fact_line, slug
+from planarena.envs.base import Task
+from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
+from planarena.envs.report.env import Branch, ReportWorld, fact_line, slug
 
 SEARCH_TOOLS = ("search_web", "search_web_backup")
 

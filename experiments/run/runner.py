@@ -8,7 +8,7 @@ command and seed give byte-identical records (``wall_s`` aside) whatever ``concu
 
 Before any episode the config is validated (one line naming key, value and what is allowed),
 a real LLM endpoint gets one request, and the run dir is locked and bound to the
-configuration's fingerprint (see :mod:`experiments.records`). Errors that are not the agent's
+configuration's fingerprint (see :mod:`planarena.experiments.records.store`). Errors that are not the agent's
 stop the job with one line and a non-zero exit; they are never recorded as episodes.
 """
 
@@ -32,35 +32,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    ValidationError,
-    field_validator,
-)
-
-from envs import caches
-from envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
-from envs.faults import FaultConfig
-from envs.jsontext import encoder
-from experiments.cost_cap import CostCapReached, CostLedger, JobCostGate
-from experiments.episode import EpisodeRecord, run_episode
-from experiments.llm_factory import (
-    INFRASTRUCTURE_ERRORS,
-    BackendFactory,
-    ConfigError,
-    InfrastructureError,
-    check_cost_cap,
-    describe,
-    llm_label,
-    model_profiles,
-    preflight,
-    validated,
-)
-from experiments.records import (
+from planarena.configs import CONFIG_DIR
+from planarena.envs import caches
+from planarena.envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
+from planarena.envs.faults import FaultConfig
+from planarena.envs.jsontext import encoder
+from planarena.experiments.records.store import (
     EPISODES,
     INFRASTRUCTURE_ERROR,
     JOB_COST_CAP,
@@ -75,9 +52,32 @@ from experiments.records import (
     repair_run_dir,
     write_json_atomic,
 )
-from experiments.workers import Finished, available_cores, can_fork, run_in_workers
-from planners.base import Planner
-from planners.llm.base import Budget
+from planarena.experiments.run.cost_cap import CostCapReached, CostLedger, JobCostGate
+from planarena.experiments.run.episode import EpisodeRecord, run_episode
+from planarena.experiments.run.llm_factory import (
+    INFRASTRUCTURE_ERRORS,
+    BackendFactory,
+    ConfigError,
+    InfrastructureError,
+    check_cost_cap,
+    describe,
+    llm_label,
+    model_profiles,
+    preflight,
+    validated,
+)
+from planarena.experiments.run.workers import Finished, available_cores, can_fork, run_in_workers
+from planarena.planners.base import Planner
+from planarena.planners.llm.base import Budget
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -477,7 +477,7 @@ async def run_jobs(
     """Runs ``jobs``, appending their records; returns how many were written.
 
     With ``budget.max_cost_usd`` the job's cost (``spent_usd`` already recorded, then each
-    episode in job order) is capped (:mod:`experiments.cost_cap`); reaching it raises
+    episode in job order) is capped (:mod:`planarena.experiments.run.cost_cap`); reaching it raises
     :class:`CostCapReached` once every record it allows is written."""
     llm_cfg = OmegaConf.to_container(cfg.llm, resolve=True)
     assert isinstance(llm_cfg, dict)
@@ -583,7 +583,7 @@ async def run_jobs(
 
     try:
         if n_workers > 1:
-            from planners.llm.tokens import encoding
+            from planarena.planners.llm.tokens import encoding
 
             encoding()  # loaded once here, not once per worker
             with closing(run_in_workers(jobs, n_workers, produce)) as results:
@@ -786,9 +786,9 @@ def finish(
 
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
     strings as categoricals): about 0.2 KB an episode is held, not its whole record."""
-    from experiments.metrics import CATEGORY_COLUMNS, EPISODE_COLUMNS
-    from experiments.records import write_parquet
-    from experiments.tables import format_completion_table, write_summaries
+    from planarena.experiments.analysis.metrics import CATEGORY_COLUMNS, EPISODE_COLUMNS
+    from planarena.experiments.analysis.tables import format_completion_table, write_summaries
+    from planarena.experiments.records.store import write_parquet
 
     df = write_parquet(  # detail: for harness_error_summary (mostly "", so a categorical)
         out_dir / EPISODES,
@@ -798,7 +798,7 @@ def finish(
     )
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
     if figures:
-        from experiments.figures import write_figures
+        from planarena.experiments.analysis.figures import write_figures
 
         order = list(planner_order)
         write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
@@ -869,7 +869,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             raise ConfigError(f"experiment={experiment}: no such experiment; choose from {options}")
         container = validate(cfg)
         if container.get("dry_run"):  # no request, no lock, nothing written
-            from experiments.dry_run import estimate
+            from planarena.experiments.run.dry_run import estimate
 
             print(estimate(cfg, prepare(cfg, container)))
             return 0, ""
@@ -908,7 +908,9 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     finally:
         if lock is not None:
             lock.release()
-    from experiments.tables import completion_heading  # pandas: loaded once records exist
+    from planarena.experiments.analysis.tables import (
+        completion_heading,  # pandas: loaded once records exist
+    )
 
     print(f"\n{completion_heading(measured(df))} — {out_dir}\n{table}")
     extra = cfg.get("report_extra")
@@ -952,7 +954,7 @@ def _remove_if_only_empty_logs(out_dir: Path) -> None:
         out_dir.rmdir()
 
 
-@hydra.main(version_base="1.3", config_path="../configs", config_name="config")
+@hydra.main(version_base="1.3", config_path="pkg://planarena.configs", config_name="config")
 def app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
@@ -977,7 +979,6 @@ def app(cfg: DictConfig) -> None:
         sys.exit(code)  # aggregate names this one), unless the user stopped the sweep
 
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 CHECKED_GROUPS = ("planner", "env", "llm", "faults", "experiment")
 """Config groups whose options are this package's files: a typo in one is refused with one
 line before Hydra composes (Hydra's own error is a block of text, and for the optional
@@ -1137,7 +1138,7 @@ def secret_on_command_line(args: Sequence[str]) -> str | None:
     (``+llm.api_key=sk-...``, or the key pasted as ``llm.api_key_env``), checked before
     Hydra writes anything (a sweep's ``multirun.yaml`` lists its overrides); never shows
     the value."""
-    from experiments.llm_factory import secret_in_config
+    from planarena.experiments.run.llm_factory import secret_in_config
 
     for arg in args:
         if arg.startswith("-") or "=" not in arg:
@@ -1163,7 +1164,7 @@ def main() -> None:
 
 def cli() -> None:
     """The ``planarena`` command: :func:`main`, ended without the interpreter's teardown."""
-    from experiments.process import run_and_exit
+    from planarena.experiments.process import run_and_exit
 
     run_and_exit(main)
 
