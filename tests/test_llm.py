@@ -272,7 +272,7 @@ def test_a_signature_is_the_digest_of_what_was_observed_whatever_was_read_before
     read again, in another order, and for equal observations that are other objects."""
     from planarena.envs.oracle import Obs
     from planarena.planners.formats import dumps
-    from planarena.planners.llm.sim import _digest
+    from planarena.planners.llm.sim_belief import digest
 
     task = tasks("medium", 1)[0]
     sim = SimLLM(SKILLS["strong"], ReportOracle(task), seed_keys=(0, "report", task.task_id, 0))
@@ -280,5 +280,5 @@ def test_a_signature_is_the_digest_of_what_was_observed_whatever_was_read_before
     b = Obs("obs_1", "parse_pdf", {"url": "u"}, "ERROR http_503: down", "http_503")
     c = Obs("obs_0", "search_web", {"query": "ü 2024"}, {"count": 1})  # equal to a
     for obs in ([], [a], [a, b], [b, a], [a, b, c], [c], [a, b]):
-        expected = _digest(*((o.tool, dumps(o.args), o.error) for o in obs))
+        expected = digest(*((o.tool, dumps(o.args), o.error) for o in obs))
         assert sim.signature(obs) == expected

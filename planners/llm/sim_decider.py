@@ -1,0 +1,421 @@
+"""How the simulated model answers one request: it decides like a fallible model.
+
+Each decision is right with the skill's probability (lower as the prompt grows), may fall for a
+locally attractive trap, may invent a tool, act on an unverified premise or stop early, and the
+text may come out malformed. As a judge it sees how good a candidate looks, blurred by its
+noise; as a rollout it imagines the outcome, optimistically. The episode's beliefs come from
+:class:`~planarena.planners.llm.sim_mind.SimMind`; a :class:`Decider` adds one request's own
+random stream and prompt length.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from planarena.envs.jsontext import encoder
+from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, literal_args
+from planarena.planners.formats import (
+    FINISH,
+    POSTCONDITION_NOTE,
+    dumps,
+    error_kind,
+    parse_candidates,
+    parse_step_lines,
+    render_candidates,
+)
+from planarena.planners.llm.base import Message
+from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.sim_belief import (
+    ACTION_MISTAKES,
+    LOOK,
+    NO_OBSERVATION,
+    PLAN_MISTAKES,
+    PREFERRED,
+    Belief,
+    digest,
+    pick,
+)
+from planarena.planners.llm.sim_mind import SimMind
+from planarena.planners.llm.sim_reading import json_after, observation, render_step, step_core
+
+_PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
+_STEP_ID = re.compile(r"\bstep_(\d+)\b")
+_FAILED_STEP = re.compile(r"^Failed step: (\S+)", re.MULTILINE)
+
+
+class Decider:
+    """Answers one request: the model, its skill for this request's model profile, the
+    request's own random stream and its prompt length."""
+
+    def __init__(self, sim: SimMind, skill: SkillProfile, rng: random.Random, tokens: int) -> None:
+        self.sim = sim
+        self.oracle = sim.oracle
+        self.skill = skill
+        self.rng = rng
+        self.tokens = tokens
+        self.err = skill.error_rate(tokens)
+
+    # --- shared ------------------------------------------------------------------------------
+
+    def _slip(self) -> bool:
+        """A sampling slip: this sample departs from what the model believes."""
+        return self.rng.random() < self.err * (1.0 - self.skill.systematic_share)
+
+    def _sample(self, belief: Belief) -> str:
+        """One proposal from a belief: its preferred option, or after a slip another option
+        drawn in proportion to how good it looks."""
+        if not self._slip():
+            return belief.top
+        others = [(k, v) for k, v in belief.values.items() if k != belief.top]
+        return self._draw(others) or belief.top
+
+    def _draw(self, weighted: Sequence[tuple[str, float]]) -> str | None:
+        return pick(weighted, self.rng.random())
+
+    def _proposals(self, belief: Belief, last: str) -> list[str]:
+        """The kinds of the candidates a proposer asked for ("Propose k"): one sample of the
+        belief, then other options, each drawn in proportion to how good it looks."""
+        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
+        kinds = [self._sample(belief)]
+        rest = [(kind, v) for kind, v in belief.values.items() if kind != kinds[0]]
+        while len(kinds) < k and rest:
+            other = self._draw(rest)
+            if other is None:
+                break
+            kinds.append(other)
+            rest = [(kind, v) for kind, v in rest if kind != other]
+        return kinds
+
+    def _score(self, value: float) -> float:
+        noise = self.skill.judge_noise(self.tokens)
+        return min(1.0, max(0.0, value + self.rng.gauss(0.0, noise)))
+
+    def _break(self, text: str) -> str:
+        if self.rng.random() >= self.skill.p_malformed:
+            return text
+        cut = self.rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
+        return text[:cut]
+
+    # --- actions (a Thought/Action turn, candidate actions, judging them) -------------------
+
+    def _action_point(
+        self, messages: Sequence[Message]
+    ) -> tuple[list[Obs], list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
+        obs = self.sim.observations(messages)
+        overlooked = self.sim.overlooked(self.skill, obs)
+        gold = self.oracle.remaining(obs, overlooked)
+        options = self._action_options(gold, obs, overlooked)
+        point = digest("act", self.sim.signature(obs), gold[0].key if gold else "done")
+        belief = self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
+        return obs, gold, belief, options
+
+    def _action_options(
+        self, gold: list[GoldStep], obs: list[Obs], overlooked: frozenset[str]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every option the model can see at this point, as (tool, literal args)."""
+        if not gold:  # it believes the work is done: answer with what it holds
+            answer = self.oracle.answer(obs) or self.oracle.partial_answer(obs)
+            return {"right": (FINISH, {"answer": answer, "status": "success"})}
+        g = gold[0]
+        early = (FINISH, {"answer": self.oracle.partial_answer(obs), "status": "success"})
+        if g.tool == REPORT_UNREACHABLE:
+            return {"right": (FINISH, {"answer": "", "status": "failure"}), "early": early}
+        args = literal_args(g.args, obs)  # shared by the options below: only read
+        options: dict[str, tuple[str, dict[str, Any]]] = {"right": (g.tool, args)}
+        attractive = g.trap or (g.trap_plan[0] if g.trap_plan else None)
+        if attractive is not None:
+            if attractive.tool == SUBMIT_ANSWER:
+                options["trap"] = early
+            else:
+                options["trap"] = (attractive.tool, literal_args(attractive.args, obs))
+        if g.fallback:
+            options["fallback"] = (g.fallback, args)
+        failed = obs[-1] if obs and obs[-1].error is not None else None
+        if failed is not None:
+            again = (failed.tool, dict(failed.args))
+            if again != options["right"]:
+                options["persist"] = again
+            options["stop"] = (FINISH, {"answer": "", "status": "failure"})
+        ahead = gold[1] if len(gold) > 1 else g
+        options["premise"] = (ahead.tool, self.sim.guess(ahead.args))
+        if obs and options.get("trap") != early:
+            options["early"] = early
+        options["invented"] = (self.sim.invented_tool(g.key), args)
+        # options that coincide with the right move are the right move
+        return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
+
+    @staticmethod
+    def _thought(kind: str, tool: str, gold: list[GoldStep]) -> str:
+        if not gold:
+            return "The task is complete."
+        if tool == FINISH:
+            reason = gold[0].args.get("reason", "")
+            return {
+                "right": f"The goal cannot be reached: {reason}.",
+                "stop": "The tool keeps failing; I cannot complete this.",
+            }.get(kind, "I have enough to answer.")
+        if kind == "persist":
+            return f"{tool} failed; I will try it again."
+        return f"Next I need {tool} to make progress on the task."
+
+    def act(self, messages: Sequence[Message]) -> str:
+        _, gold, belief, options = self._action_point(messages)
+        kind = self._sample(belief)
+        tool, args = options[kind]
+        text = (
+            f"Thought: {self._thought(kind, tool, gold)}\nAction: {tool}\n"
+            f"Action Input: {dumps(args)}"
+        )
+        return self._break(text)
+
+    def propose_actions(self, messages: Sequence[Message], last: str) -> str:
+        _, gold, belief, options = self._action_point(messages)
+        chosen = []
+        for n, kind in enumerate(self._proposals(belief, last)):
+            tool, args = options[kind]
+            thought = self._thought(kind, tool, gold)
+            chosen.append((thought if n == 0 else f"Alternatively: {thought}", tool, args))
+        return self._break(render_candidates(chosen))
+
+    def _action_kind(
+        self, tool: str, args: dict[str, Any], options: dict[str, tuple[str, dict[str, Any]]]
+    ) -> str:
+        for kind, (t, a) in options.items():
+            if t != tool:
+                continue
+            if a == args or (tool == FINISH and a.get("status") == args.get("status")):
+                return kind
+        if tool != FINISH and tool not in self.oracle.tool_names():
+            return "invented"
+        return "other"
+
+    # --- plans -------------------------------------------------------------------------------
+
+    def _step_point(self, state: str, g: GoldStep) -> str:
+        if state == NO_OBSERVATION:  # a step of the plan before anything ran: asked often
+            known = self.sim.first_points.get(g.key)
+            if known is None:
+                known = self.sim.first_points[g.key] = digest("step", state, g.key)
+            return known
+        return digest("step", state, g.key)
+
+    def _step_options(self, g: GoldStep) -> list[str]:
+        options = ["right", *PLAN_MISTAKES]
+        if g.trap is not None:
+            options.append("trap")
+        if not g.deps:
+            options.remove("dependency")
+        if not g.post:
+            options.remove("unchecked")
+        return options
+
+    def _step_belief(self, state: str, g: GoldStep) -> Belief:
+        return self.sim.belief(
+            self.skill, self._step_point(state, g), self._step_options(g), self.err, PLAN_MISTAKES
+        )
+
+    def _write_step(
+        self, kind: str, g: GoldStep, ids: dict[str, str]
+    ) -> tuple[dict[str, Any], bool]:
+        """The step of one kind as written: (step, whether the plan stops here)."""
+        step = g.trap if kind == "trap" and g.trap is not None else g
+        rendered = render_step(step, ids)
+        if kind == "invented":
+            rendered["tool"] = self.sim.invented_tool(g.key)
+        elif kind == "premise":
+            rendered["args"] = self.sim.guess(step.args)
+        elif kind == "stop":
+            return rendered, True
+        elif kind == "dependency":
+            rendered["depends_on"] = []
+            rendered["pre_conditions"] = list(step.pre)
+        elif kind == "unchecked":
+            rendered["post_conditions"] = []
+        return rendered, False
+
+    def plan(self, prompt: str) -> str:
+        log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
+        obs, checked = [], set()
+        for sid, tool, args, ok, text in parse_step_lines(log_part):
+            result_text, _, _ = text.partition(POSTCONDITION_NOTE)
+            if not ok and error_kind(text) is None:  # returned, but a check rejected it
+                checked.add(sid)
+                obs.append(observation(sid, tool, args, result_text))
+            else:
+                obs.append(observation(sid, tool, args, text, ok))
+        failed_id = m.group(1) if (m := _FAILED_STEP.search(prompt)) else None
+        flagged = frozenset(checked | ({failed_id} if failed_id else set()))
+        overlooked = self.sim.overlooked(self.skill, obs, flagged)
+        gold = self.oracle.remaining(obs, overlooked)
+        state = self.sim.signature(obs)
+        revising = (
+            json_after(prompt, "A candidate plan:") if "Improve this plan" in prompt else None
+        )
+        trap_plan = gold[0].trap_plan if gold else None
+        if (
+            trap_plan
+            and trap_plan[0].tool != SUBMIT_ANSWER
+            # a result a check rejected cannot be built on: the executor says it failed
+            and not any(d in flagged for g in trap_plan for d in g.deps)
+        ):
+            line = self.sim.belief(
+                self.skill, digest("line", state), ["right", "trap"], self.err, {}
+            )
+            if line.top == "trap":
+                gold = trap_plan
+        if gold and gold[0].tool == REPORT_UNREACHABLE:
+            gold = []  # the honest plan for an unreachable goal: no steps
+        used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
+        first = max(used, default=0) + 1
+        ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
+        old = revising.get("steps") if isinstance(revising, dict) else None
+        steps: list[dict[str, Any]] = []
+        persist = (
+            self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}", gold)
+            if obs
+            else None
+        )
+        if persist is not None:
+            steps.append(persist)
+        for i, g in enumerate(gold):
+            belief = self._step_belief(state, g)
+            if isinstance(old, list) and i < len(old) and self._kind_of(old[i], i) == belief.top:
+                steps.append(old[i])  # a revision keeps what the model still believes right
+                continue
+            rendered, stop = self._write_step(self._sample(belief), g, ids)
+            if stop:
+                break
+            steps.append(rendered)
+        plan = {"goal": getattr(getattr(self.oracle, "task", None), "goal", ""), "steps": steps}
+        text = _PLAN_JSON(plan)
+        if self.rng.random() < self.skill.p_sloppy_json:
+            head, _, tail = text.rpartition("]}")
+            text = "```json\n" + head + ",]}" + tail + "\n```"
+        return self._break(text)
+
+    def _persisted_step(
+        self,
+        obs: list[Obs],
+        failed_id: str | None,
+        state: str,
+        step_id: str,
+        gold: list[GoldStep],
+    ) -> dict[str, Any] | None:
+        """A replanner committed to its line writes the failed step again, unchanged."""
+        failed = next((o for o in reversed(obs) if o.key == failed_id), None)
+        if failed is None or failed.error is None or failed.error == "precondition":
+            return None
+        belief = self.sim.belief(
+            self.skill, digest("persist", state), ["right", "persist"], self.err, {}
+        )
+        if belief.top != "persist":
+            return None
+        checks = next((g.post for g in gold if g.tool == failed.tool), [])
+        return {
+            "id": step_id,
+            "tool": failed.tool,
+            "args": dict(failed.args),
+            "depends_on": [],
+            "pre_conditions": [],
+            "post_conditions": list(checks),
+            "retry_limit": 3,
+            "fallback": None,
+        }
+
+    # --- partial plans (search planners) -----------------------------------------------------
+
+    def _kind_of(self, step: Any, i: int) -> str:
+        """How step ``i`` of a written plan compares with the right plan."""
+        init = self.sim.initial_gold()
+        if isinstance(step, dict) and step.get("done"):
+            return "right" if i >= len(init.rendered) else "stop"
+        if not isinstance(step, dict) or i >= len(init.rendered):
+            return "other"
+        if step.get("tool") not in self.oracle.tool_names():
+            return "invented"
+        core = step_core(step)
+        if core == init.cores[i]:
+            return "right" if step.get("post_conditions") or not init.gold[i].post else "unchecked"
+        if core == init.trap_cores[i]:
+            return "trap"
+        right = init.cores[i]
+        if core[0] == right[0] and core[2] == right[2]:
+            return "premise"  # the right tool with other arguments
+        if core[0] == right[0] and core[1] == right[1]:
+            return "dependency"
+        return "other"
+
+    def _point_belief(self, i: int) -> Belief:
+        """The belief about step ``i`` of a plan written before anything ran (shared by a
+        whole-plan writer, a step proposer, a judge and a rollout)."""
+        init = self.sim.initial_gold()
+        if i >= len(init.gold):
+            return Belief("right", {"right": PREFERRED[0]})
+        return self._step_belief(NO_OBSERVATION, init.gold[i])
+
+    def _plan_values(
+        self, steps: list[Any], start: int = 0, so_far: tuple[float, bool] = (1.0, True)
+    ) -> tuple[float, bool]:
+        """(how good the plan looks to the model: as good as its weakest step; whether the
+        model believes every step is what it would write). ``steps`` may continue a plan
+        whose first ``start`` steps gave ``so_far``."""
+        looks, believed = so_far
+        for i, step in enumerate(steps, start):
+            kind = self._kind_of(step, i)
+            belief = self._point_belief(i)
+            looks = min(looks, belief.value(kind))
+            believed = believed and kind == belief.top
+        return looks, believed
+
+    def propose_steps(self, last: str) -> str:
+        partial = json_after(last, "Plan so far:")
+        partial = partial if isinstance(partial, list) else []
+        init = self.sim.initial_gold()
+        i = len(partial)
+        if i >= len(init.gold):
+            return self._break(json.dumps([{"done": True}]))
+        g = init.gold[i]
+        chosen: list[dict[str, Any]] = []
+        for kind in self._proposals(self._point_belief(i), last):
+            rendered, stop = self._write_step(kind, g, init.ids)
+            candidate = {"done": True} if stop else rendered
+            if candidate not in chosen:
+                chosen.append(candidate)
+        return self._break(_PLAN_JSON(chosen))
+
+    def rate_candidates(self, messages: Sequence[Message]) -> str:
+        last = messages[-1]["content"]
+        partial = json_after(last, "Plan so far:")
+        lines = []
+        if isinstance(partial, list):  # candidate plan steps
+            prefix = self._plan_values(partial)  # shared by every candidate
+            blocks = re.split(r"\n(?=Candidate \d+:)", last)[1:]
+            for n, block in enumerate(blocks, 1):
+                looks, _ = self._plan_values([json_after(block, ":")], len(partial), prefix)
+                lines.append(f"Score {n}: {self._score(looks):.2f}")
+        else:  # candidate actions
+            _, _, belief, options = self._action_point(messages)
+            for n, turn in enumerate(parse_candidates(last), 1):
+                kind = self._action_kind(turn.action, turn.action_input, options)
+                lines.append(f"Score {n}: {self._score(belief.value(kind)):.2f}")
+        return self._break("\n".join(lines))
+
+    def rate_plan(self, last: str) -> str:
+        plan = json_after(last, "Plan:")
+        steps = plan.get("steps") if isinstance(plan, dict) else None
+        if not isinstance(steps, list):
+            return f"Score: {self._score(LOOK['invented'][0]):.2f}"
+        looks, _ = self._plan_values(steps)
+        looks *= min(1.0, len(steps) / max(len(self.sim.initial_gold().gold), 1))
+        return self._break(f"Score: {self._score(looks):.2f}")
+
+    def rollout(self, last: str) -> str:
+        partial = json_after(last, "Plan so far:")
+        steps = partial if isinstance(partial, list) else []
+        _, believed = self._plan_values(steps)
+        success = believed or self.rng.random() < self.skill.rollout_optimism
+        return f"Outcome: {'success' if success else 'failure'}"

@@ -1,0 +1,210 @@
+"""The simulated model's state over one episode: what it has seen and what it believes.
+
+A belief belongs to a decision point and is drawn from the episode's seed and that point only,
+so this state is shared by every request of the episode (a proposer, a judge, a rollout); the
+answers themselves are written by :mod:`planarena.planners.llm.sim_decider`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from planarena.envs.oracle import GoldStep, Obs, Oracle, Ref
+from planarena.envs.rng import KeyedDraws
+from planarena.planners.formats import dumps
+from planarena.planners.llm.base import Message
+from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, pick
+from planarena.planners.llm.sim_reading import render_step, step_core, transcript_observations
+
+
+@dataclass
+class Gold:
+    """The right plan before anything ran, rendered as a model would write it."""
+
+    gold: list[GoldStep]
+    ids: dict[str, str]
+    rendered: list[dict[str, Any]]
+    traps: list[dict[str, Any] | None]
+    cores: list[tuple[Any, str, tuple[str, ...]]]
+    trap_cores: list[tuple[Any, str, tuple[str, ...]] | None]
+
+
+class SimMind:
+    """One episode's model: its skill, its keyed draws, and what it has read and believes
+    (memoized per episode, since a transcript is re-read every turn)."""
+
+    def __init__(
+        self, skill: SkillProfile, oracle: Oracle, *, seed_keys: tuple[object, ...]
+    ) -> None:
+        self.skill = skill
+        self.oracle = oracle
+        self.seed_keys = seed_keys
+        self.draws = KeyedDraws(*seed_keys)
+        self._beliefs: dict[tuple[object, ...], Belief] = {}
+        self._initial: Gold | None = None
+        self._skills: dict[float, SkillProfile] = {}
+        # JSON of values the episode's prompts share (an observation's args and result are
+        # re-read every turn): keyed by identity, the value kept alive beside its text
+        self._json: dict[int, tuple[object, str]] = {}
+        # per observation (by identity, kept alive beside): its part of a signature's material
+        # and whether the oracle calls it subtle (a transcript is re-read every turn)
+        self._read_obs: dict[int, tuple[Obs, str, bool]] = {}
+        self._invented: dict[str, str] = {}  # the tool the model would invent for a step
+        self._noticed: dict[tuple[str, str, str], float] = {}
+        self.first_points: dict[str, str] = {}  # decision points of the first plan's steps
+        # the transcript read last: its (role, content) objects, its observations, pending
+        self._transcript: tuple[
+            list[tuple[str, str]], tuple[list[Obs], tuple[str, dict[str, Any]] | None]
+        ] = ([], ([], None))
+
+    def skill_at(self, error_scale: float) -> SkillProfile:
+        """The episode's skill scaled for a model profile (built once per scale)."""
+        if error_scale not in self._skills:
+            self._skills[error_scale] = self.skill.scaled(error_scale)
+        return self._skills[error_scale]
+
+    def observations(self, messages: Sequence[Message]) -> list[Obs]:
+        """The observations of a Thought/Action transcript. A transcript grows turn by turn:
+        when its first messages are the very ones read last time (the same role and content
+        objects), only the new ones are read."""
+        seen, (obs, pending) = self._transcript
+        n = len(seen)
+        if n <= len(messages) and all(
+            messages[i]["role"] is r and messages[i]["content"] is c
+            for i, (r, c) in enumerate(seen)
+        ):
+            obs, pending = transcript_observations(messages[n:], list(obs), pending)
+        else:
+            obs, pending = transcript_observations(messages)
+        self._transcript = ([(m["role"], m["content"]) for m in messages], (obs, pending))
+        return list(obs)
+
+    def json_of(self, value: Any) -> str:
+        """``dumps(value)``, once per object: the simulator only reads the values it parsed."""
+        if value is None or isinstance(value, (str, int, float)):
+            return dumps(value)
+        known = self._json.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = dumps(value)
+        self._json[id(value)] = (value, text)
+        return text
+
+    def signature(self, observations: Sequence[Obs]) -> str:
+        """What was observed, independent of how a prompt numbered it: the digest of
+        ``(tool, args JSON, error)`` per observation (``digest`` of those tuples, its repr
+        put together from each observation's part, computed once per observation)."""
+        parts = [self._read(o)[1] for o in observations]
+        material = f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+        return hashlib.blake2b(material.encode(), digest_size=8).hexdigest()
+
+    def invented_tool(self, key: str) -> str:
+        """The tool name this model would invent at the step ``key`` (one draw an episode)."""
+        tool = self._invented.get(key)
+        if tool is None:
+            tools = self.oracle.hallucinated_tools()
+            tool = tools[int(self.draws.uniform01("invent", key) * len(tools))]
+            self._invented[key] = tool
+        return tool
+
+    def _misses(self, skill: SkillProfile, o: Obs) -> bool:
+        key = (o.tool, self.json_of(o.args), self.json_of(o.result))
+        if (draw := self._noticed.get(key)) is None:
+            draw = self._noticed[key] = self.draws.uniform01("notice", *key)
+        return draw < skill.p_miss_signal
+
+    def overlooked(
+        self, skill: SkillProfile, obs: Sequence[Obs], flagged: frozenset[str] = frozenset()
+    ) -> frozenset[str]:
+        """Keys of observations whose subtle warning sign this model misses (one draw per
+        observation: reading the same observation again does not make it more noticeable).
+        An observation a check has flagged explicitly is never missed."""
+        return frozenset(
+            o.key
+            for o in obs
+            if o.key not in flagged and self._read(o)[2] and self._misses(skill, o)
+        )
+
+    def _read(self, o: Obs) -> tuple[Obs, str, bool]:
+        """(o, its signature part, ``oracle.subtle(o)``), computed once per observation."""
+        known = self._read_obs.get(id(o))
+        if known is None or known[0] is not o:
+            part = repr((o.tool, self.json_of(o.args), o.error))
+            known = self._read_obs[id(o)] = (o, part, self.oracle.subtle(o))
+        return known
+
+    def belief(
+        self,
+        skill: SkillProfile,
+        point: str,
+        available: Sequence[str],
+        err: float,
+        mistakes: dict[str, str],
+    ) -> Belief:
+        """The model's belief at a decision point: drawn from the point alone (so proposer,
+        judge and rollout share it); ``err`` (from the request's prompt length) sets how
+        likely a confused belief is, through the same draw, so a longer prompt can only make
+        the same model more confused."""
+
+        memo = (id(skill), point, tuple(available), err, tuple(mistakes.items()))
+        if (known := self._beliefs.get(memo)) is not None:
+            return known  # the same point asked again (a judge after a proposer, a rollout)
+
+        u = self.draws.under("belief", point).uniform01
+
+        top = "right"
+        if "trap" in available and u("trap") < skill.p_trap:
+            top = "trap"
+        elif "persist" in available and u("persist") < skill.p_persist:
+            top = "persist"
+        elif u("confused") < err * skill.systematic_share:
+            top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
+
+        def draw_values() -> dict[str, float]:
+            values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in options}
+            values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
+            return values
+
+        options = tuple(available)
+        self._beliefs[memo] = belief = Belief(top, draw_values=draw_values)
+        return belief
+
+    @staticmethod
+    def _weighted(
+        skill: SkillProfile, mistakes: dict[str, str], available: Sequence[str], x: float
+    ) -> str | None:
+        pool = [(k, getattr(skill, w)) for k, w in mistakes.items() if k in available]
+        return pick(pool, x)
+
+    def guess(self, value: Any) -> Any:
+        """A made-up value standing where a not-yet-known result should be."""
+        if isinstance(value, Ref):
+            tail = "_".join(value.path) or "data"
+            return f"{value.key.split(':')[-1]}-{tail}"
+        if isinstance(value, dict):
+            return {k: self.guess(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.guess(v) for v in value]
+        return value
+
+    def initial_gold(self) -> Gold:
+        """The right plan before anything ran; it never changes within an episode, and
+        partial-plan requests compare against it many times, so it is built once."""
+        if self._initial is None:
+            gold = self.oracle.remaining([])
+            ids = {g.key: f"step_{1 + i}" for i, g in enumerate(gold)}
+            rendered = [render_step(g, ids) for g in gold]
+            traps = [render_step(g.trap, ids) if g.trap else None for g in gold]
+            self._initial = Gold(
+                gold,
+                ids,
+                rendered,
+                traps,
+                cores=[step_core(r) for r in rendered],
+                trap_cores=[step_core(t) if t else None for t in traps],
+            )
+        return self._initial
