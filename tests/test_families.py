@@ -1,4 +1,4 @@
-"""Task families declared in YAML (envs/family.py, envs/families/*.yaml): every family works
+"""Task families declared in YAML (envs/family/, envs/families/*.yaml): every family works
 with every planner, deterministically, its gold plan solves its tasks through the executor, a
 malformed file is refused with the file, the key and what was expected, and a family copied
 into a temporary folder runs end to end through the CLI with no Python change."""
