@@ -20,7 +20,7 @@ from fake_server import FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from planarena.envs.report.env import ReportEnv
-from planarena.experiments.records.store import repair_run_dir
+from planarena.experiments.records.repair import repair_run_dir
 from planarena.experiments.run.episode import EpisodeRecord, run_episode
 from planarena.experiments.run.llm_factory import InfrastructureError
 from planarena.experiments.run.runner import finish, run

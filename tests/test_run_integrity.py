@@ -17,7 +17,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
 from planarena.envs.tools import Toolbox
-from planarena.experiments.records.store import (
+from planarena.experiments.records import (
     RecordsError,
     RunDirError,
     RunLock,
@@ -757,7 +757,7 @@ def test_records_load_the_same_in_chunks(reference: Path, monkeypatch: pytest.Mo
 
 
 def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
-    from planarena.experiments.records.store import claim_identity
+    from planarena.experiments.records.identity import claim_identity
 
     first = claim_identity(tmp_path, {"seed": 0}, resume=True)
     (tmp_path / "episodes.jsonl").write_text("")  # killed before its first episode

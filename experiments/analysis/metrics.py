@@ -489,7 +489,7 @@ def _run_configs(run_dir: str | Path) -> tuple[dict[str, Any], ...]:
     configuration the records were made with), ``.hydra/config.yaml`` and the config-group
     choices of ``.hydra/hydra.yaml`` (``experiment``, ...). Unreadable files are skipped."""
     import yaml
-    from planarena.experiments.records.store import RUN_FILE
+    from planarena.experiments.records.identity import RUN_FILE
 
     root = Path(run_dir)
     out: list[dict[str, Any]] = []

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from planarena.experiments.records.store import EPISODES
+from planarena.experiments.records.schema import EPISODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout that holds ``experiments/`` (with ``pip install -e``, the repository)."""

@@ -41,10 +41,9 @@ from planarena.experiments.analysis.tables import (
     format_completion_table,
     write_summaries,
 )
+from planarena.experiments.records.schema import RecordsError, measured
 from planarena.experiments.records.store import (
-    RecordsError,
     concat_records,
-    measured,
     merge_parquet,
     read_run,
     record_files,

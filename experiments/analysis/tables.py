@@ -32,12 +32,8 @@ from planarena.experiments.analysis.metrics import (
     time_to_recover,
     with_swept_columns,
 )
-from planarena.experiments.records.store import (
-    INFRASTRUCTURE_ERROR,
-    JOB_COST_CAP,
-    as_categories,
-    measured,
-)
+from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR, JOB_COST_CAP, measured
+from planarena.experiments.records.store import as_categories
 from tabulate import tabulate
 
 MISSING = "--"
@@ -288,7 +284,7 @@ def _latex_per_env(table: pd.DataFrame, caption: str, label: str, *, wide: bool)
 
 
 def left_out_text(df: pd.DataFrame) -> str:
-    """What :func:`~planarena.experiments.records.store.measured` leaves out of ``df``, each kind counted and
+    """What :func:`~planarena.experiments.records.schema.measured` leaves out of ``df``, each kind counted and
     named as what it is ("" when nothing is left out)."""
     if "failure_mode" not in df.columns:
         return ""

@@ -21,7 +21,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
-from planarena.experiments.records.store import EPISODES, RUN_FILE, STATUS_FILE
+from planarena.experiments.records import EPISODES, RUN_FILE, STATUS_FILE
 
 UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 """Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""

@@ -18,7 +18,7 @@ from planarena.envs.base import Env, Grade, Task
 from planarena.envs.faults import FaultRule
 from planarena.envs.rng import derive_seed
 from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
-from planarena.experiments.records.store import INFRASTRUCTURE_ERROR
+from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.llm.base import (
     ROLES,

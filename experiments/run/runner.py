@@ -37,7 +37,7 @@ from planarena.envs import caches
 from planarena.envs.base import COMPLEXITIES, Env, ParamError, Task, task_id
 from planarena.envs.faults import FaultConfig
 from planarena.envs.jsontext import encoder
-from planarena.experiments.records.store import (
+from planarena.experiments.records import (
     EPISODES,
     INFRASTRUCTURE_ERROR,
     JOB_COST_CAP,
