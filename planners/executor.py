@@ -247,7 +247,20 @@ class PlanExecutor:
         return outcome
 
     async def _run_step(self, step: PlanStep) -> StepOutcome:
-        tool, tries, policy = step.tool, 0, self.policy
+        """The ladder for one step: its pre-conditions, its inputs, its call (retried, then
+        its fallback) and its post-conditions."""
+        tool, blocked = self._pre_check(step)
+        if blocked is not None:
+            return blocked
+        try:
+            args = resolve_args(step, self.results)
+        except PlanError as err:
+            return StepOutcome(step, False, failure="unresolved_input", message=str(err))
+        return await self._call(step, tool, args)
+
+    def _pre_check(self, step: PlanStep) -> tuple[str, StepOutcome | None]:
+        """(the tool to call, the outcome when a pre-condition blocks the step)."""
+        tool, policy = step.tool, self.policy
         ok, cond, invalid = self._check(step.pre_conditions, None)
         if not ok and not invalid and policy.fallback and step.fallback and tool in cond:
             # a pre-condition about the step's own tool (its key, its service) failed: the
@@ -278,16 +291,18 @@ class PlanExecutor:
                         False,
                     )
                 )
-            return StepOutcome(
+            return tool, StepOutcome(
                 step,
                 False,
                 failure="condition" if invalid else "precondition",
                 message=f"pre-condition failed: {cond}",
             )
-        try:
-            args = resolve_args(step, self.results)
-        except PlanError as err:
-            return StepOutcome(step, False, failure="unresolved_input", message=str(err))
+        return tool, None
+
+    async def _call(self, step: PlanStep, tool: str, args: dict[str, Any]) -> StepOutcome:
+        """Call the tool, retrying a transient failure and then switching to the fallback as
+        the policy allows; a returned result is checked by :meth:`_post_check`."""
+        tries, policy = 0, self.policy
         while True:
             try:
                 result = await self.tools.call(tool, args)
@@ -331,21 +346,28 @@ class PlanExecutor:
                     error_kind=err.kind,
                     message=err.observation(),
                 )
-            ok, cond, invalid = self._check(step.post_conditions, result)
-            # the replanner reads a rejected result as what it is: a failed step
-            seen = observation_text(result) + ("" if ok else f"{POSTCONDITION_NOTE}{cond})")
-            self.log.append(step_line(step.id, tool, args, seen, ok))
-            self.stats.checked_successes += 1
-            if not ok:
-                self.stats.postcondition_catches += int(not invalid)
-                return StepOutcome(
-                    step,
-                    False,
-                    result,
-                    "condition" if invalid else "postcondition",
-                    message=f"post-condition failed: {cond}",
-                )
-            return StepOutcome(step, True, result)
+            return self._post_check(step, tool, args, result)
+
+    def _post_check(
+        self, step: PlanStep, tool: str, args: dict[str, Any], result: Any
+    ) -> StepOutcome:
+        """The step's outcome once its tool returned: a result its post-conditions reject
+        is a failed step."""
+        ok, cond, invalid = self._check(step.post_conditions, result)
+        # the replanner reads a rejected result as what it is: a failed step
+        seen = observation_text(result) + ("" if ok else f"{POSTCONDITION_NOTE}{cond})")
+        self.log.append(step_line(step.id, tool, args, seen, ok))
+        self.stats.checked_successes += 1
+        if not ok:
+            self.stats.postcondition_catches += int(not invalid)
+            return StepOutcome(
+                step,
+                False,
+                result,
+                "condition" if invalid else "postcondition",
+                message=f"post-condition failed: {cond}",
+            )
+        return StepOutcome(step, True, result)
 
     @staticmethod
     def _first_layer(pending: list[PlanStep], ready: list[PlanStep]) -> list[PlanStep]:
