@@ -64,9 +64,9 @@ class OutputParseError(ValueError):
 class Generated(str):
     """Model output as text, plus how the generation ended (``finish_reason``).
 
-    :class:`~planarena.planners.llm.base.EpisodeLLM` returns this; a planner passes it to a parser as
-    is. ``truncated`` (finish reason ``length``) makes the parsers refuse any repair: a cut
-    output is a format failure, never a silently shorter plan or argument."""
+    :class:`~planarena.planners.llm.base.EpisodeLLM` returns this; a planner passes it to a
+    parser as is. ``truncated`` (finish reason ``length``) makes the parsers refuse any repair:
+    a cut output is a format failure, never a silently shorter plan or argument."""
 
     finish_reason: str | None = None
 

@@ -75,6 +75,7 @@ _STRAY_PLACEHOLDER_RE = re.compile(r"\{\s*[A-Za-z_][\w.\-\[\]]*\s*\}")
 
 
 def stray_placeholders(value: Any) -> list[str]:
+    """Every ``{name}`` in ``value`` that no step fills (the parser rejects them)."""
     return [
         stray
         for text in _iter_strings(value)
@@ -83,6 +84,7 @@ def stray_placeholders(value: Any) -> list[str]:
 
 
 def uses_dep_result(value: Any) -> bool:
+    """Whether ``value`` refers to ``{dep_result}`` (then the step needs a dependency)."""
     return any(
         _is_dep_result(m) for text in _iter_strings(value) for m in _PLACEHOLDER_RE.finditer(text)
     )

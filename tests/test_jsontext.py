@@ -34,7 +34,9 @@ OPTIONS = [
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(sorted(o)) or "plain")
 @settings(max_examples=300, deadline=None)
 @given(value=_values)
-def test_encoder_writes_what_the_standard_encoder_writes(options: dict[str, Any], value: Any):
+def test_encoder_writes_what_the_standard_encoder_writes(
+    options: dict[str, Any], value: Any
+) -> None:
     assert encoder(**options)(value) == json.JSONEncoder(**options).encode(value)
 
 

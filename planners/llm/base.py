@@ -106,9 +106,10 @@ class Request:
 
 class PromptReader:
     """A request's digest (:meth:`Request.digest_of`) and o200k prompt tokens
-    (:func:`~planarena.planners.llm.tokens.count_messages`), continued from the last request's when its
-    messages begin with the very same message texts (a transcript that grows turn by turn is
-    hashed and counted once, not once a turn). Equal to the two functions for any messages."""
+    (:func:`~planarena.planners.llm.tokens.count_messages`), continued from the last request's
+    when its messages begin with the very same message texts (a transcript that grows turn by
+    turn is hashed and counted once, not once a turn). Equal to the two functions for any
+    messages."""
 
     __slots__ = ("_seen", "_state", "_tokens")
 

@@ -21,8 +21,8 @@ the format it asks for (:func:`planarena.planners.formats.request_format`); the 
 
 **Errors are the endpoint's.** A request the endpoint does not answer (connection refused,
 timeout, a rejected key, an HTTP 4xx/5xx error, a prompt beyond the model's context) raises
-:class:`~planarena.planners.llm.base.EndpointError`; the episode is recorded as ``infrastructure_error``
-(not an agent failure) and runs again on resume.
+:class:`~planarena.planners.llm.base.EndpointError`; the episode is recorded as
+``infrastructure_error`` (not an agent failure) and runs again on resume.
 
 **Prices and names.** The record and trace name the model actually used; its price comes from
 the ``prices`` table keyed by model name. A model with no entry is recorded with cost null
@@ -55,6 +55,9 @@ from planarena.planners.formats import (
 from planarena.planners.llm.base import Completion, EndpointError, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.planners.llm.tokens import count_messages, count_text
+
+# The openai SDK (a heavy import) is imported inside the functions that talk to an endpoint,
+# so importing this module costs nothing until a request is made. No import cycle is involved.
 
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _](length|size|window)|maximum context|context_length_exceeded|too many tokens",

@@ -51,6 +51,7 @@ class SimLLM(SimMind):
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
+        """The answer to one request, chosen by the output format the request asks for."""
         del role  # the model profile, not the caller's role, decides how skilled the model is
         rng = self.draws.rng("llm", request.digest, request.occurrence)
         skill = self.skill_at(model.error_scale)

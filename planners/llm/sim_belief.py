@@ -65,12 +65,14 @@ class Belief:
 
     @property
     def values(self) -> dict[str, float]:
+        """How good each visible option looks (drawn on first read)."""
         if self._values is None:
             assert self._draw_values is not None
             self._values, self._draw_values = self._draw_values(), None
         return self._values
 
     def value(self, kind: str) -> float:
+        """How good an option of ``kind`` looks; one the model cannot see looks middling."""
         return self.values.get(kind, sum(LOOK["other"]) / 2)
 
 

@@ -163,6 +163,7 @@ class Decider:
         return f"Next I need {tool} to make progress on the task."
 
     def act(self, messages: Sequence[Message]) -> str:
+        """One Thought/Action turn: a sample of the belief at the transcript's point."""
         _, gold, belief, options = self._action_point(messages)
         kind = self._sample(belief)
         tool, args = options[kind]
@@ -173,6 +174,7 @@ class Decider:
         return self._break(text)
 
     def propose_actions(self, messages: Sequence[Message], last: str) -> str:
+        """Candidate next actions, the first as an actor would take it, the rest other options."""
         _, gold, belief, options = self._action_point(messages)
         chosen = []
         for n, kind in enumerate(self._proposals(belief, last)):
@@ -238,6 +240,8 @@ class Decider:
         return rendered, False
 
     def plan(self, prompt: str) -> str:
+        """A Plan JSON for what remains after the execution log (a first plan, a replan, or a
+        revision that keeps the steps the model still believes right)."""
         log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
         obs, checked = [], set()
         for sid, tool, args, ok, text in parse_step_lines(log_part):
@@ -372,6 +376,7 @@ class Decider:
         return looks, believed
 
     def propose_steps(self, last: str) -> str:
+        """Candidate next steps of a partial plan, distinct, or ``done`` past the last step."""
         partial = json_after(last, "Plan so far:")
         partial = partial if isinstance(partial, list) else []
         init = self.sim.initial_gold()
@@ -388,6 +393,7 @@ class Decider:
         return self._break(_PLAN_JSON(chosen))
 
     def rate_candidates(self, messages: Sequence[Message]) -> str:
+        """Scores of candidate steps or actions: how each looks to the belief, plus noise."""
         last = messages[-1]["content"]
         partial = json_after(last, "Plan so far:")
         lines = []
@@ -405,6 +411,7 @@ class Decider:
         return self._break("\n".join(lines))
 
     def rate_plan(self, last: str) -> str:
+        """A whole plan's score: its weakest step's look, scaled down when it is short."""
         plan = json_after(last, "Plan:")
         steps = plan.get("steps") if isinstance(plan, dict) else None
         if not isinstance(steps, list):
@@ -414,6 +421,7 @@ class Decider:
         return self._break(f"Score: {self._score(looks):.2f}")
 
     def rollout(self, last: str) -> str:
+        """An imagined outcome: success when the model believes every step, else by optimism."""
         partial = json_after(last, "Plan so far:")
         steps = partial if isinstance(partial, list) else []
         _, believed = self._plan_values(steps)
