@@ -3,8 +3,7 @@
 Episodes reuse what the episodes before them computed (token counts of repeated message
 texts, parsed plans, a task's world and fault exposure). Once a job's episodes are done, the
 tables and figures need none of it: :func:`clear_all` frees it before they run, so the
-figure processes forked afterwards do not start from a heap the size of those caches (on
-one core the default job's peak was 30 MB higher, all processes together 70 MB).
+figure processes forked afterwards do not start from a heap the size of those caches.
 """
 
 from __future__ import annotations

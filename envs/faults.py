@@ -126,7 +126,7 @@ class FaultInjector(ToolboxWrapper):
 
     def __init__(
         self, inner: Toolbox, rules: Sequence[FaultRule], *, seed_keys: tuple[object, ...]
-    ):
+    ) -> None:
         super().__init__(inner)
         self.rules = list(rules)
         self.seed_keys = seed_keys

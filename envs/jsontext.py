@@ -1,7 +1,7 @@
 """JSON text for prompts, draw keys and records: the standard library's output, built faster.
 
 ``json.JSONEncoder(...).encode`` builds a new C encoder object on every call, which costs
-more than encoding the small values the simulator's loop encodes tens of times per LLM call
+more than encoding the small values the simulator's loop encodes many times per LLM call
 (tool arguments, observations, draw keys). :func:`encoder` builds that C encoder once, with
 the same options, so its text is exactly ``json.JSONEncoder(...).encode``'s
 (``tests/test_envs.py`` checks it on generated values). Without CPython's C accelerator it

@@ -33,7 +33,7 @@ class KeyedDraws:
 
     ``KeyedDraws(*prefix).uniform01(*keys) == uniform01(*prefix, *keys)`` exactly: the hash
     state after the prefix is copied rather than recomputed, which matters in the simulator's
-    hot loop (tens of draws per LLM call, each re-reading the same prefix otherwise)."""
+    hot loop (many draws per LLM call, each re-reading the same prefix otherwise)."""
 
     __slots__ = ("prefix", "_state")
 
@@ -62,7 +62,7 @@ class KeyedDraws:
         return int.from_bytes(state.digest(), "big")
 
     def uniform01(self, *keys: object) -> float:
-        # seed(*keys) / 2**64, inlined: the simulator draws tens of these per LLM call
+        # seed(*keys) / 2**64, inlined: the simulator draws many of these per LLM call
         state = self._state.copy()
         if keys:
             state.update(("\x1f" + "\x1f".join(map(repr, keys))).encode())

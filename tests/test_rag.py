@@ -14,16 +14,10 @@ from typing import Any
 
 import pytest
 from planarena.envs import clock
+from planarena.envs.rag import SLOTS, RagEnv, RagWorld, nearest_queries, nearest_vague
 from planarena.envs.rag import corpus as rag_corpus
 from planarena.envs.rag.corpus import DATA_FILE, STATIONS, build_corpus
-from planarena.envs.rag.env import (
-    SLOTS,
-    RagEnv,
-    RagWorld,
-    corpus,
-    nearest_queries,
-    nearest_vague,
-)
+from planarena.envs.rag.index import corpus
 from planarena.envs.tools import PLAN_LOGIC, ToolError
 from planarena.experiments.run.episode import EpisodeRecord, run_episode
 from planarena.planners.base import PlannerResult, PlannerStats
@@ -71,9 +65,10 @@ def test_shipped_corpus_is_the_generated_one() -> None:
 def test_the_corpus_cli_has_help_and_writes_only_where_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``python -m planarena.envs.rag.corpus --help`` prints usage and writes nothing (it used to ignore
-    its arguments and rewrite the shipped file); ``--out`` writes elsewhere, ``--check``
-    compares."""
+    """``python -m planarena.envs.rag.corpus --help`` prints usage and writes nothing (it used
+    to ignore its arguments and rewrite the shipped file), with no warning (the package's
+    ``__init__`` must not import the module ``-m`` runs, or runpy warns); ``--out`` writes
+    elsewhere, ``--check`` compares."""
     before = (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns)
     repo = Path(__file__).resolve().parents[1]
     for args in (["--help"], ["--bogus"]):
@@ -86,6 +81,7 @@ def test_the_corpus_cli_has_help_and_writes_only_where_asked(
         )
         assert proc.returncode == (0 if args == ["--help"] else 2), proc.stderr
         assert "usage: python -m planarena.envs.rag.corpus" in proc.stdout + proc.stderr
+        assert "Warning" not in proc.stderr, proc.stderr
     assert (DATA_FILE.read_bytes(), DATA_FILE.stat().st_mtime_ns) == before
     out = tmp_path / "corpus.jsonl"
     assert rag_corpus.main(["--out", str(out)]) == 0

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from planarena.envs.base import Task
 from planarena.envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
-from planarena.envs.rag.env import (
+from planarena.envs.rag.index import corpus, first_crag, split_conditional
+from planarena.envs.rag.world import (
     SLOTS,
     Branch,
     RagWorld,
-    corpus,
-    first_crag,
     nearest_queries,
     nearest_vague,
-    split_conditional,
+    required_facts,
 )
 
 RETRIEVALS = ("retrieve", "retrieve_conditional")
@@ -46,7 +46,13 @@ class _Part:
     misses: int = 0  # careful retrievals that came back without it
 
 
-def _top(o: Obs) -> dict | None:
+# (station, "nearest") or (crag, slot) -> what the model holds of that part
+Parts = dict[tuple[str, str], _Part]
+# parts whose noticed outdated answer counts as held (a crag is None before the first hop)
+Accepted = frozenset[tuple[str | None, str]]
+
+
+def _top(o: Obs) -> dict[str, Any] | None:
     if o.error is not None or not isinstance(o.result, dict):
         return None
     docs = o.result.get("documents") or []
@@ -77,6 +83,7 @@ class RagOracle:
         }
         self._stale_slot = {(d["crag"], d["kind"]) for d in docs if d["outdated"]}
         self._closed = {d["crag"] for d in docs if d["kind"] == "access" and d["outdated"]}
+        self._held_crag: dict[str, str] = {}  # observation key -> the crag it found (_read)
 
     def tool_names(self) -> frozenset[str]:
         return self._tool_names
@@ -95,18 +102,16 @@ class RagOracle:
 
     # --- reading the observations ----------------------------------------------------------
 
-    def _crag_of(self, b: Branch, parts: dict, accept: frozenset) -> str | None:
+    def _crag_of(self, b: Branch, parts: Parts, accept: Accepted) -> str | None:
         if b.station is None:
             return b.crag
         near = parts[(b.station, "nearest")]
         key = near.good or (near.stale if (b.station, "nearest") in accept else None)
         return self._held_crag.get(key) if key else None
 
-    def _read(
-        self, observations: Sequence[Obs], overlooked: frozenset[str]
-    ) -> dict[tuple[str, str], _Part]:
-        parts: dict[tuple[str, str], _Part] = {}
-        self._held_crag: dict[str, str] = {}
+    def _read(self, observations: Sequence[Obs], overlooked: frozenset[str]) -> Parts:
+        parts: Parts = {}
+        self._held_crag = {}
         for b in self.branches:
             subject = b.station or b.crag
             parts[(subject, "nearest")] = _Part()
@@ -200,7 +205,7 @@ class RagOracle:
             for o in observations
         )
 
-    def _first_noticed(self, parts: dict) -> tuple[str, str] | None:
+    def _first_noticed(self, parts: Parts) -> tuple[str | None, str] | None:
         """The first part for which the model holds only a noticed outdated answer."""
         for b in self.branches:
             if b.station is not None:
@@ -214,7 +219,9 @@ class RagOracle:
                     return (crag, slot) if part is not None and part.stale else None
         return None
 
-    def _remaining(self, parts: dict, accept: frozenset) -> list[GoldStep]:
+    def _remaining(self, parts: Parts, accept: Accepted) -> list[GoldStep]:
+        """Gold steps from what the model holds; ``accept`` parts count a noticed outdated
+        answer as held (the shape of the trap plan)."""
         steps: list[GoldStep] = []
         context: list[Ref] = []
         deps: list[str] = []
@@ -227,70 +234,19 @@ class RagOracle:
                 if held is not None:
                     near_key = held
                 else:
-                    queries = [q for q in nearest_queries(b.station) if q not in near.bad_queries]
-                    query = queries[0] if queries else nearest_queries(b.station)[-1]
-                    step = GoldStep(
-                        f"nearest:{i}",
-                        "retrieve",
-                        {"query": query},
-                        post=slot_post("nearest"),
-                        pre=["index_ready == true"],
-                    )
-                    vague = nearest_vague(b.station)
-                    if (
-                        b.station in self._stale_near
-                        and near.stale is None
-                        and (
-                            vague
-                            not in near.bad_queries  # a query seen to find nothing tempts no one
-                        )
-                    ):
-                        step.trap = GoldStep(
-                            step.key,
-                            "retrieve",
-                            {"query": vague},
-                            post=slot_post("nearest"),
-                            pre=["index_ready == true"],
-                        )
+                    step = self._nearest_step(i, b.station, near)
                     steps.append(step)
                     near_key = step.key
                 context.append(Ref(near_key))
                 deps.append(near_key)
             for slot in b.slots:
-                s = SLOTS[slot]
                 part = parts.get((crag or "", slot), _Part())
                 held = part.good or (part.stale if (crag, slot) in accept else None)
                 if held is not None:
                     context.append(Ref(held))
                     deps.append(held)
                     continue
-                asks = [a for a in s["asks"] if f"{crag} {a}" not in part.bad_queries]
-                ask = asks[0] if asks else s["asks"][-1]
-                tool = "retrieve" if b.station is None else "retrieve_conditional"
-                # the crag known: name it; planned ahead: filled from the step that finds it
-                named = crag if crag is not None else "{dep_result}"
-                query, vague = f"{named} {ask}", f"{named} {s['vague']}"
-                step_deps = [near_key] if near_key else []
-                step = GoldStep(
-                    f"{slot}:{i}",
-                    tool,
-                    {"query": query},
-                    deps=step_deps,
-                    post=slot_post(slot),
-                    pre=["index_ready == true"],
-                )
-                trap_crag = crag if crag is not None else b.crag
-                outdated_twin = (trap_crag, s["kind"]) in self._stale_slot
-                tempting = vague not in part.bad_queries and trap_crag not in self._closed
-                if outdated_twin and part.stale is None and tempting:
-                    step.trap = GoldStep(
-                        step.key,
-                        tool,
-                        {"query": vague},
-                        deps=step_deps,
-                        post=slot_post(slot),
-                        pre=["index_ready == true"],
-                    )
+                step = self._slot_step(i, b, slot, crag, part, near_key)
                 steps.append(step)
                 context.append(Ref(step.key))
                 deps.append(step.key)
@@ -306,12 +262,71 @@ class RagOracle:
         )
         return steps
 
+    def _nearest_step(self, i: int, station: str, near: _Part) -> GoldStep:
+        """The first hop of branch ``i``: retrieve the crag nearest ``station``, by the first
+        careful phrasing not seen to fail; its trap is the vague query that ranks an old
+        guide first."""
+        queries = [q for q in nearest_queries(station) if q not in near.bad_queries]
+        query = queries[0] if queries else nearest_queries(station)[-1]
+        step = GoldStep(
+            f"nearest:{i}",
+            "retrieve",
+            {"query": query},
+            post=slot_post("nearest"),
+            pre=["index_ready == true"],
+        )
+        vague = nearest_vague(station)
+        # a query seen to find nothing tempts no one
+        if station in self._stale_near and near.stale is None and vague not in near.bad_queries:
+            step.trap = GoldStep(
+                step.key,
+                "retrieve",
+                {"query": vague},
+                post=slot_post("nearest"),
+                pre=["index_ready == true"],
+            )
+        return step
+
+    def _slot_step(
+        self, i: int, b: Branch, slot: str, crag: str | None, part: _Part, near_key: str | None
+    ) -> GoldStep:
+        """The retrieval of one fact about the crag of branch ``i`` (conditional on the first
+        hop when the crag is found there); its trap is the vague query, where an outdated
+        twin of the page exists."""
+        s = SLOTS[slot]
+        asks = [a for a in s["asks"] if f"{crag} {a}" not in part.bad_queries]
+        ask = asks[0] if asks else s["asks"][-1]
+        tool = "retrieve" if b.station is None else "retrieve_conditional"
+        # the crag known: name it; planned ahead: filled from the step that finds it
+        named = crag if crag is not None else "{dep_result}"
+        query, vague = f"{named} {ask}", f"{named} {s['vague']}"
+        step_deps = [near_key] if near_key else []
+        step = GoldStep(
+            f"{slot}:{i}",
+            tool,
+            {"query": query},
+            deps=step_deps,
+            post=slot_post(slot),
+            pre=["index_ready == true"],
+        )
+        trap_crag = crag if crag is not None else b.crag
+        outdated_twin = (trap_crag, s["kind"]) in self._stale_slot
+        tempting = vague not in part.bad_queries and trap_crag not in self._closed
+        if outdated_twin and part.stale is None and tempting:
+            step.trap = GoldStep(
+                step.key,
+                tool,
+                {"query": vague},
+                deps=step_deps,
+                post=slot_post(slot),
+                pre=["index_ready == true"],
+            )
+        return step
+
     # --- answers ---------------------------------------------------------------------------
 
     def answer(self, observations: Sequence[Obs]) -> str | None:
         """The finished answer, once a synthesis stating every required fact is observed."""
-        from planarena.envs.rag.env import required_facts
-
         facts = [f.lower() for _, _, f in required_facts(self.task)]
         for o in reversed(observations):
             if o.tool == "synthesize" and o.error is None and isinstance(o.result, dict):

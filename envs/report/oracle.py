@@ -7,25 +7,16 @@ from dataclasses import dataclass
 
 from planarena.envs.base import Task
 from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
-from planarena.envs.report.env import Branch, ReportWorld, fact_line, slug
+from planarena.envs.report.world import (
+    Branch,
+    ReportWorld,
+    fact_line,
+    precise_queries,
+    slug,
+    vague_query,
+)
 
 SEARCH_TOOLS = ("search_web", "search_web_backup")
-
-
-def precise_queries(b: Branch) -> list[str]:
-    """Phrasings a careful model would use, in order; an empty result calls for the next."""
-    c, y = b.company, b.year
-    return [
-        f"{c} annual report {y}",
-        f"{c} {y} annual report pdf",
-        f"{c} investor relations annual report {y}",
-        f"{c} financial statements {y}",
-    ]
-
-
-def vague_query(b: Branch) -> str:
-    """The locally attractive query: short, no year; it ranks the stale press release first."""
-    return f"{b.company} latest financial results"
 
 
 @dataclass
@@ -186,9 +177,6 @@ class ReportOracle:
         live_search = [t for t in SEARCH_TOOLS if t not in dead]
         for b in self.branches:
             st = states[b.company]
-            s = slug(b.company)
-            y = b.year
-            extract_post = ["result.revenue != null", f"result.year == {y}"]
             if st.data is not None or (b.company in accept_stale and st.stale_data):
                 key = st.data if st.data is not None else st.stale_data
                 assert key is not None
@@ -198,65 +186,16 @@ class ReportOracle:
             doc_key: str
             if st.doc is not None or (b.company in accept_stale and st.stale_doc):
                 doc_key = st.doc or st.stale_doc or ""
-            elif st.good_url is not None and not st.protected:
-                parse = GoldStep(
-                    f"parse:{s}", "parse_pdf", {"url": st.good_url}, post=[f"result.year == {y}"]
-                )
-                if st.stale_first and st.stale_doc is None:
-                    parse.trap = GoldStep(
-                        f"parse:{s}",
-                        "parse_pdf",
-                        {"url": b.press_url},
-                        post=[f"result.year == {y}"],
-                    )
-                steps.append(parse)
-                doc_key = parse.key
-            elif st.protected or not live_search or st.no_report:
-                fetch = GoldStep(
-                    f"filing:{s}",
-                    "fetch_filing",
-                    {"company": b.company, "year": y},
-                    post=[f"result.year == {y}"],
-                )
-                steps.append(fetch)
-                doc_key = fetch.key
             else:
-                queries = [q for q in precise_queries(b) if q not in st.bad_queries]
-                query = queries[0] if queries else precise_queries(b)[-1]
-                tool = live_search[0]
-                fallback = live_search[1] if len(live_search) > 1 else None
-                search = GoldStep(
-                    f"search:{s}",
-                    tool,
-                    {"query": query},
-                    post=["result.count > 0"],
-                    pre=[f"api_key_valid.{tool} == true"],
-                    fallback=fallback,
-                )
-                if b.stale_trap and st.stale_doc is None:
-                    search.trap = GoldStep(
-                        f"search:{s}",
-                        tool,
-                        {"query": vague_query(b)},
-                        post=["result.count > 0"],
-                        pre=[f"api_key_valid.{tool} == true"],
-                        fallback=fallback,
-                    )
-                parse = GoldStep(
-                    f"parse:{s}",
-                    "parse_pdf",
-                    {"url": Ref(search.key, ("url",))},
-                    deps=[search.key],
-                    post=[f"result.year == {y}"],
-                )
-                steps += [search, parse]
-                doc_key = parse.key
+                doc_steps = self._doc_steps(b, st, live_search)
+                steps += doc_steps
+                doc_key = doc_steps[-1].key
             extract = GoldStep(
-                f"extract:{s}",
+                f"extract:{slug(b.company)}",
                 "extract_data",
                 {"doc_id": Ref(doc_key, ("doc_id",)), "fields": ["revenue", "profit"]},
                 deps=[doc_key],
-                post=extract_post,
+                post=["result.revenue != null", f"result.year == {b.year}"],
             )
             steps.append(extract)
             data_refs.append(Ref(extract.key))
@@ -271,6 +210,61 @@ class ReportOracle:
             )
         )
         return steps
+
+    def _doc_steps(self, b: Branch, st: _BranchState, live_search: list[str]) -> list[GoldStep]:
+        """The steps that get a branch's document, the last one making it: parse the report
+        found, else fetch the filing (the PDF is protected, no search engine is left or the
+        report does not exist), else search for the report and parse what it finds."""
+        s, y = slug(b.company), b.year
+        if st.good_url is not None and not st.protected:
+            parse = GoldStep(
+                f"parse:{s}", "parse_pdf", {"url": st.good_url}, post=[f"result.year == {y}"]
+            )
+            if st.stale_first and st.stale_doc is None:
+                parse.trap = GoldStep(
+                    f"parse:{s}",
+                    "parse_pdf",
+                    {"url": b.press_url},
+                    post=[f"result.year == {y}"],
+                )
+            return [parse]
+        if st.protected or not live_search or st.no_report:
+            fetch = GoldStep(
+                f"filing:{s}",
+                "fetch_filing",
+                {"company": b.company, "year": y},
+                post=[f"result.year == {y}"],
+            )
+            return [fetch]
+        queries = [q for q in precise_queries(b) if q not in st.bad_queries]
+        query = queries[0] if queries else precise_queries(b)[-1]
+        tool = live_search[0]
+        fallback = live_search[1] if len(live_search) > 1 else None
+        search = GoldStep(
+            f"search:{s}",
+            tool,
+            {"query": query},
+            post=["result.count > 0"],
+            pre=[f"api_key_valid.{tool} == true"],
+            fallback=fallback,
+        )
+        if b.stale_trap and st.stale_doc is None:
+            search.trap = GoldStep(
+                f"search:{s}",
+                tool,
+                {"query": vague_query(b)},
+                post=["result.count > 0"],
+                pre=[f"api_key_valid.{tool} == true"],
+                fallback=fallback,
+            )
+        parse = GoldStep(
+            f"parse:{s}",
+            "parse_pdf",
+            {"url": Ref(search.key, ("url",))},
+            deps=[search.key],
+            post=[f"result.year == {y}"],
+        )
+        return [search, parse]
 
     def answer(self, observations: Sequence[Obs]) -> str | None:
         """The finished report, once a summary with every right figure has been observed."""
