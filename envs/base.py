@@ -2,13 +2,16 @@
 
 An env makes :class:`Task` s (plain data), builds the toolbox an episode's planner may use
 (world tools wrapped in latency, faults and a call log), grades the final answer against the
-task, and exposes the ground-truth :class:`planarena.envs.oracle.Oracle` that only the simulated LLM
-reads.
+task, and exposes the ground-truth :class:`planarena.envs.oracle.Oracle` that only the simulated
+LLM reads.
+
+The envs a run can name are the Hydra config group ``configs/env/`` (one yaml each, whose
+``_target_`` is the env's class): that is the one registry, so there is none in code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -123,20 +126,3 @@ def wrap_tools(
     faults = FaultInjector(latency_wrapped, rules, seed_keys=seed_keys)
     log = CallLog(faults)
     return EpisodeTools(toolbox=log, log=log, faults=faults)
-
-
-_REGISTRY: dict[str, Callable[..., Env]] = {}
-
-
-def register(name: str, factory: Callable[..., Env]) -> None:
-    _REGISTRY[name] = factory
-
-
-def registered() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def make_env(name: str, **kwargs: Any) -> Env:
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown env {name!r}; registered: {registered()}")
-    return _REGISTRY[name](**kwargs)

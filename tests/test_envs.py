@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from planarena.envs import clock
-from planarena.envs.base import COMPLEXITIES, make_env, registered
+from planarena.envs.base import COMPLEXITIES, Env
 from planarena.envs.faults import FaultConfig, FaultRule
-from planarena.envs.report.env import ReportEnv, ReportWorld, grade
-from planarena.envs.report.oracle import ReportOracle
+from planarena.envs.report import ReportEnv, ReportOracle, ReportWorld, grade
 from planarena.envs.tools import LatencyProfile, ToolError
 
-from tests.conftest import episode, tasks
+from tests.conftest import CONFIGS, episode, tasks
+
+# The env config group is the one registry of envs: every env a run can name.
+ENV_CONFIGS = sorted(p.stem for p in (CONFIGS / "env").glob("*.yaml"))
+
+
+def env_from_config(name: str) -> Env:
+    """The env ``env=<name>`` runs: its config group yaml, instantiated."""
+    return instantiate(OmegaConf.load(CONFIGS / "env" / f"{name}.yaml"))
 
 
 def run(coro: Any) -> Any:
@@ -26,9 +36,9 @@ def run(coro: Any) -> Any:
     return asyncio.run(main())
 
 
-@pytest.mark.parametrize("env_name", registered())
-def test_every_registered_env_is_deterministic(env_name: str) -> None:
-    env = make_env(env_name)
+@pytest.mark.parametrize("env_name", ENV_CONFIGS)
+def test_every_configured_env_is_deterministic(env_name: str) -> None:
+    env = env_from_config(env_name)
     for complexity in COMPLEXITIES:
         a = env.generate(3, seed=7, complexity=complexity)
         b = env.generate(3, seed=7, complexity=complexity)
@@ -230,20 +240,12 @@ def test_keyed_draws_equal_the_flat_draws_they_speed_up(keys: tuple[object, ...]
         assert draws.under(*keys[:cut]).seed(*keys[cut:]) == derive_seed(*prefix, *keys)
 
 
-ENV_CONFIGS = sorted(
-    p.stem for p in (Path(__file__).resolve().parents[1] / "configs" / "env").glob("*.yaml")
-)
-
-
 @pytest.mark.parametrize("name", [n for n in ENV_CONFIGS if n != "file"])
 def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
     """A job keeps only which task each episode runs and builds it again when it runs, so
     task i must be the same generated alone, in a chunk, or among the first n."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
-    root = Path(__file__).resolve().parents[1]
-    env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
+    env = env_from_config(name)
     for complexity in ("simple", "complex"):
         kw = {"seed": 4, "complexity": complexity, "unreachable_rate": 0.3}
         first = env.generate(8, **kw)
@@ -265,14 +267,12 @@ def test_an_episode_only_reads_its_task(name: str) -> None:
     would leak one planner's episode into the next)."""
     import copy
 
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
     from planarena.envs.faults import FaultConfig
     from planarena.experiments.run.episode import simulate
     from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
-    env = instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
+    env = env_from_config(name)
     rules = FaultConfig(
         **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/heavy.yaml"))
     ).rules
@@ -334,13 +334,11 @@ def test_a_wrong_result_is_logged_as_an_injected_call_that_returned_ok() -> None
 def _default_fault_episodes() -> list[tuple[Any, dict[str, Any]]]:
     """Pipeline episodes (react and plan_execute_replan, 10 simple and 10 medium tasks) under
     the default faults, as a default run makes them: (record, trace) pairs."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
     from planarena.experiments.run.episode import simulate
     from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
-    env = instantiate(OmegaConf.load(root / "configs" / "env" / "pipeline.yaml"))
+    env = env_from_config("pipeline")
     faults = FaultConfig(
         **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/default.yaml"))
     )
@@ -409,16 +407,11 @@ def test_an_episode_does_not_depend_on_the_episodes_run_before_it(name: str) -> 
     """Worlds, oracles, fault exposures and parsed plans are kept for the planners that run
     the same task: a planner's record must be the same whichever episodes ran before it
     (every planner in one order, then in the reverse order, then each alone on a new env)."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
     from planarena.envs.faults import FaultConfig
     from planarena.experiments.run.episode import simulate
     from planarena.planners.llm.profiles import SKILLS
 
     root = Path(__file__).resolve().parents[1]
-
-    def make_env() -> Any:
-        return instantiate(OmegaConf.load(root / "configs" / "env" / f"{name}.yaml"))
 
     rules = FaultConfig(
         **OmegaConf.to_container(OmegaConf.load(root / "configs/faults/heavy.yaml"))
@@ -435,12 +428,12 @@ def test_an_episode_does_not_depend_on_the_episodes_run_before_it(name: str) -> 
             out[p] = (record.model_dump(exclude={"wall_s"}), trace)
         return out
 
-    env = make_env()
+    env = env_from_config(name)
     for task in env.generate(2, seed=5, complexity="complex", unreachable_rate=0.3):
         forward = records(env, names, task)
         assert records(env, names[::-1], task) == forward
         for p in names[:3]:
-            fresh = make_env()
+            fresh = env_from_config(name)
             (alone,) = fresh.generate(
                 1,
                 seed=5,
@@ -449,3 +442,74 @@ def test_an_episode_does_not_depend_on_the_episodes_run_before_it(name: str) -> 
                 start=int(task.task_id.rsplit("-", 1)[1]),
             )
             assert records(fresh, [p], alone)[p] == forward[p]
+
+
+# --------------------------------------------------------------------------- envs' imports
+
+ENVS_DIR = Path(__file__).resolve().parents[1] / "envs"
+
+
+def _envs_imports() -> dict[str, list[tuple[str, int, bool]]]:
+    """Every ``planarena`` import of every envs module: (imported module, line, whether it is
+    inside a function). ``from pkg import name`` counts as an import of ``pkg.name`` when that
+    is a module of envs, else of ``pkg``; an import under ``if TYPE_CHECKING`` counts (such an
+    import is how a cycle used to be hidden)."""
+
+    def module_of(path: Path) -> str:
+        parts = ["planarena", "envs", *path.relative_to(ENVS_DIR).with_suffix("").parts]
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    files = {module_of(p): p for p in sorted(ENVS_DIR.rglob("*.py"))}
+    out = {}
+    for name, path in files.items():
+        found = _imports_in(ast.parse(path.read_text(encoding="utf-8")), set(files))
+        out[name] = [f for f in found if f[0].startswith("planarena.")]
+    return out
+
+
+def _imports_in(tree: ast.AST, modules: set[str]) -> list[tuple[str, int, bool]]:
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(child, ast.Import):
+                found.extend((a.name, child.lineno, inner) for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module:
+                assert child.level == 0, f"line {child.lineno}: a relative import"
+                for a in child.names:
+                    target = f"{child.module}.{a.name}"
+                    found.append(
+                        (target if target in modules else child.module, child.lineno, inner)
+                    )
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_envs_imports_form_no_cycle_and_none_hides_in_a_function() -> None:
+    """No envs module imports one that imports it back (directly or around a loop), none
+    imports a planarena module inside a function (the way a cycle gets hidden), and envs
+    imports nothing of the planners or the experiments (they build on envs, not the reverse)."""
+    imports = _envs_imports()
+    for module, found in imports.items():
+        for target, line, in_function in found:
+            where = f"{module} line {line}: {target}"
+            assert not in_function, f"{where} is imported inside a function"
+            assert not target.startswith(("planarena.planners", "planarena.experiments")), where
+    graph = {m: sorted({t for t, _, _ in found if t in imports}) for m, found in imports.items()}
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in graph[module]:
+            assert state.get(target) != "open", f"import cycle: {' -> '.join([*path, target])}"
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = "done"
+
+    for module in graph:
+        if module not in state:
+            visit(module, [module])
+    assert "planarena.envs.family.env" in graph and graph["planarena.envs.report.oracle"]
