@@ -1,5 +1,5 @@
 """Runner, records, metrics, tables, figures; ``experiments.load`` reads runs for notebooks."""
 
-from planarena.experiments.records.store import load
+from planarena.experiments.records.runs import load
 
 __all__ = ["load"]

@@ -7,22 +7,23 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from planarena.experiments.analysis.cells import COMPLEXITY_ORDER
+from planarena.experiments.analysis.comparisons import paired_difference
 from planarena.experiments.analysis.metrics import (
-    COMPLEXITY_ORDER,
-    FAILURE_MODES,
-    PERCENTILE_METHOD,
-    SUMMARY_COLUMNS,
-    bootstrap_ci,
-    derive_seed,
     failure_distribution,
-    paired_difference,
     pass_at_k,
     pass_hat_k,
+    summarize,
+)
+from planarena.experiments.analysis.stats import (
+    PERCENTILE_METHOD,
+    bootstrap_ci,
+    derive_seed,
     percentile,
     percentile_stat,
-    summarize,
     wilson_interval,
 )
+from planarena.experiments.records.columns import FAILURE_MODES, SUMMARY_COLUMNS
 
 KEYS = ["planner", "env", "complexity"]
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from planarena.experiments.analysis import tables
-from planarena.experiments.analysis.metrics import EPISODE_COLUMNS
+from planarena.experiments.records.columns import EPISODE_COLUMNS
 from planarena.experiments.analysis.report import load_runs
 from planarena.experiments.records import store as records
 

@@ -15,15 +15,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from planarena.experiments.analysis import tables
-from planarena.experiments.analysis.metrics import (
-    CATEGORY_COLUMNS,
-    EPISODE_COLUMNS,
-    _group_positions,
-    _groups,
-    _trace_fields,
-    task_codes,
-)
+from planarena.experiments.analysis.cells import group_positions, iter_groups, task_codes
+from planarena.experiments.analysis.reliability import _trace_fields
 from planarena.experiments.records import store as records
+from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
 from planarena.experiments.records.store import as_categories, load_records, write_parquet
 
 KEEP = (*EPISODE_COLUMNS, "detail")
@@ -293,8 +288,8 @@ def test_task_codes_and_group_positions_match_what_they_replace() -> None:
         expected = pd.factorize(pd.MultiIndex.from_frame(frame[keys].astype(str)), sort=True)[0]
         assert np.array_equal(task_codes(frame, keys), expected), keys
     for by in (["planner"], ["env", "planner", "seed"]):
-        got = _group_positions(frame, by)
-        want = list(_groups(frame, by))
+        got = group_positions(frame, by)
+        want = list(iter_groups(frame, by))
         assert [k for k, _ in got] == [k for k, _ in want]
         for (_, at), (_, sub) in zip(got, want, strict=True):
             assert np.array_equal(at, sub.index.to_numpy())
@@ -323,7 +318,7 @@ def test_trace_fields_equal_the_parsed_line() -> None:
 
 
 def test_resampled_sums_equal_the_weighted_sums_bit_for_bit() -> None:
-    from planarena.experiments.analysis.metrics import resampled_sums, task_weights
+    from planarena.experiments.analysis.stats import resampled_sums, task_weights
 
     rng = np.random.default_rng(2)
     n = 3000  # several chunks of draws

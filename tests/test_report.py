@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from planarena.experiments.analysis import metrics, report
+from planarena.experiments.analysis import report
 from planarena.experiments.analysis.figures import FIGURE_NAMES
-from planarena.experiments.analysis.metrics import EPISODE_COLUMNS
 from planarena.experiments.analysis.report import duplicate_episodes, load_runs, main, resolve_seed
+from planarena.experiments.records import runs
+from planarena.experiments.records.columns import EPISODE_COLUMNS
 from planarena.experiments.records.store import load_records
 
 BIN = Path(sys.executable).parent
@@ -32,7 +33,7 @@ def run_dir(small_run_dir: Path) -> Path:
 
 
 def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Textbook Wilson score interval, written out independently of planarena.experiments.analysis.metrics."""
+    """Textbook Wilson score interval, written out independently of planarena.experiments.analysis.stats."""
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -287,10 +288,10 @@ def test_a_swept_key_a_run_does_not_override_is_the_value_that_run_used(tmp_path
     assert list(df["executor.parallel"]) == ["", "", "true"]  # no file of a or b has it
     # a notebook's experiments.load (summarize keeps the columns it finds): not blanks
     from planarena.experiments import load
-    from planarena.experiments.analysis.metrics import with_swept_columns
+    from planarena.experiments.records.runs import with_swept_columns
 
     loaded = load(str(tmp_path / "*_*"))
     assert list(loaded["config.n_tasks"]) == ["20", "4", "7"]
     assert list(with_swept_columns(loaded)["config.n_tasks"]) == ["20", "4", "7"]
-    assert metrics.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
-    assert metrics._override_text([True, None, 0.5]) == "[true,null,0.5]"
+    assert runs.run_config_value(tmp_path / "a_default", "llm") == "{skill:strong}"
+    assert runs._override_text([True, None, 0.5]) == "[true,null,0.5]"

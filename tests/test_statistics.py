@@ -14,26 +14,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from planarena.experiments.analysis.metrics import (
-    cell_keys,
-    consistency_k,
+from planarena.experiments.analysis.cells import cell_keys
+from planarena.experiments.analysis.comparisons import paired_difference, pairwise_comparisons
+from planarena.experiments.analysis.metrics import consistency_k, pass_at_k, pass_hat_k, summarize
+from planarena.experiments.analysis.reliability import recovery_by_fault, robustness
+from planarena.experiments.analysis.stats import (
     holm,
     kaplan_meier,
     km_median,
-    paired_difference,
-    pairwise_comparisons,
-    pass_at_k,
-    pass_hat_k,
-    recovery_by_fault,
-    robustness,
     sign_test_p,
-    summarize,
     task_bootstrap_percentile,
     task_bootstrap_ratio,
     weighted_percentile_rows,
-    with_swept_columns,
 )
 from planarena.experiments.analysis.tables import write_summaries
+from planarena.experiments.records.runs import with_swept_columns
 
 
 def wilson(c: int, n: int) -> tuple[float, float]:
@@ -342,7 +337,7 @@ def test_summary_md_has_every_reliability_section(tmp_path: Path) -> None:
 
 
 def test_time_from_first_fault_to_next_success_by_hand(tmp_path: Path) -> None:
-    from planarena.experiments.analysis.metrics import (
+    from planarena.experiments.analysis.reliability import (
         first_recovery_time,
         read_recovery_times,
         time_to_recover,
@@ -377,7 +372,7 @@ def test_a_wrong_result_is_a_fault_in_both_recovery_tables(tmp_path: Path) -> No
     runs from its end to the next ok call that was not itself injected, and the Time to
     recover table counts its episode in n_faulted as Conditional recovery does (by the
     record's faults_injected), cell by cell."""
-    from planarena.experiments.analysis.metrics import first_recovery_time
+    from planarena.experiments.analysis.reliability import first_recovery_time
 
     wrong = [
         {"t0": 0.0, "t1": 1.0, "ok": True, "injected": False},

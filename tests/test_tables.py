@@ -8,12 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from planarena.experiments.analysis.metrics import COMPLEXITY_ORDER, SUMMARY_COLUMNS, summarize
+from planarena.experiments.analysis.cells import COMPLEXITY_ORDER
+from planarena.experiments.analysis.metrics import summarize
 from planarena.experiments.analysis.tables import (
     completion_table,
     format_completion_table,
     write_summaries,
 )
+from planarena.experiments.records.columns import SUMMARY_COLUMNS
 
 CELL_RE = re.compile(r"^\d+\.\d% \[\d+\.\d, \d+\.\d\] \(n=\d+\)$")
 

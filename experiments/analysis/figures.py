@@ -58,17 +58,15 @@ from matplotlib.ticker import (
     NullFormatter,
     NullLocator,
 )
-from planarena.experiments.analysis.metrics import (
+from planarena.experiments.analysis.cells import (
     COMPLEXITY_ORDER,
     DEFAULT_BY,
-    failure_distribution,
-    kaplan_meier,
-    percentile,
     sort_cells,
-    summarize,
     swept_keys,
-    with_swept_columns,
 )
+from planarena.experiments.analysis.metrics import failure_distribution, summarize
+from planarena.experiments.analysis.stats import kaplan_meier, percentile
+from planarena.experiments.records.runs import with_swept_columns
 
 # --------------------------------------------------------------------------- style
 

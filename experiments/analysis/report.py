@@ -26,20 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from planarena.experiments.analysis.cells import swept_keys
 from planarena.experiments.analysis.figures import write_figures
-from planarena.experiments.analysis.metrics import (
-    CATEGORY_COLUMNS,
-    EPISODE_COLUMNS,
-    override_column,
-    parse_overrides,
-    swept_keys,
-    with_run_defaults,
-    with_swept_columns,
-)
 from planarena.experiments.analysis.tables import (
     completion_heading,
     format_completion_table,
     write_summaries,
+)
+from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
+from planarena.experiments.records.runs import (
+    override_column,
+    parse_overrides,
+    with_run_defaults,
+    with_swept_columns,
 )
 from planarena.experiments.records.schema import RecordsError, measured
 from planarena.experiments.records.store import (

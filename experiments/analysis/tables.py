@@ -11,27 +11,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from planarena.experiments.analysis.metrics import (
-    CATEGORY_COLUMNS,
+from planarena.experiments.analysis.cells import (
     COMPLEXITY_ORDER,
-    PERCENTILE_METHOD,
     cell_keys,
+    sort_cells,
+    swept_keys,
+    table_columns,
+)
+from planarena.experiments.analysis.comparisons import pairwise_comparisons
+from planarena.experiments.analysis.metrics import (
     consistency_k,
     failure_distribution,
-    pairwise_comparisons,
     pass_at_k,
     pass_hat_k,
+    seed_spread,
+    summarize,
+)
+from planarena.experiments.analysis.reliability import (
     read_recovery_times,
     recovery_by_fault,
     robustness,
-    seed_spread,
-    sort_cells,
-    summarize,
-    swept_keys,
-    table_columns,
     time_to_recover,
-    with_swept_columns,
 )
+from planarena.experiments.analysis.stats import PERCENTILE_METHOD
+from planarena.experiments.records.columns import CATEGORY_COLUMNS
+from planarena.experiments.records.runs import with_swept_columns
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR, JOB_COST_CAP, measured
 from planarena.experiments.records.store import as_categories
 from tabulate import tabulate

@@ -23,6 +23,7 @@ from planarena.experiments.records.identity import (
     write_json_atomic,
 )
 from planarena.experiments.records.repair import Repair, record_key, repair_run_dir
+from planarena.experiments.records.runs import load
 from planarena.experiments.records.schema import (
     EPISODES,
     INFRASTRUCTURE_ERROR,
@@ -38,7 +39,6 @@ from planarena.experiments.records.store import (
     as_categories,
     concat_records,
     iter_jsonl,
-    load,
     load_records,
     merge_parquet,
     read_jsonl,

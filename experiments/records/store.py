@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from planarena.experiments.records.schema import EPISODES, RECORD_KEYS, RecordsError
 
 if TYPE_CHECKING:
@@ -320,8 +321,6 @@ def run_overrides(run_dir: Path) -> str | None:
     overrides = run_dir / ".hydra" / "overrides.yaml"
     if not overrides.exists():
         return None
-    import yaml
-
     return " ".join(map(str, yaml.safe_load(overrides.read_text()) or []))
 
 
@@ -370,28 +369,6 @@ def concat_records(frames: Sequence[pd.DataFrame], categories: Iterable[str] = (
         common = pd.CategoricalDtype(union.sort_values())
         frames = [f.assign(**{c: f[c].astype(common)}) for f in frames]
     return as_categories(pd.concat(frames, ignore_index=True), categories)
-
-
-def load(
-    path_or_glob: str | Path,
-    *,
-    columns: Iterable[str] | None = None,
-    categories: Iterable[str] = (),
-) -> pd.DataFrame:
-    """All episodes under a run dir, a sweep dir, a file, or a glob of any of these; with
-    ``columns``, only those of each record (:func:`read_run`). Runs whose command-line
-    overrides differ get a column per swept key, filled for a run that did not override it
-    with the value it used (a default run beside ``n_tasks=4``: ``config.n_tasks`` 20, not
-    blank), as ``planarena-report`` and the sweep aggregate fill it."""
-    from planarena.experiments.analysis.metrics import with_run_defaults, with_swept_columns
-
-    columns = None if columns is None else tuple(columns)
-    categories = tuple(categories)
-    frames = [
-        read_run(f, columns=columns, categories=categories) for f in record_files(path_or_glob)
-    ]
-    df = concat_records(frames, categories)
-    return with_run_defaults(with_swept_columns(df), df.columns)
 
 
 def merge_parquet(parts: Sequence[tuple[Path, Mapping[str, Any]]], dest: Path) -> bool:

@@ -786,7 +786,7 @@ def finish(
 
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
     strings as categoricals): about 0.2 KB an episode is held, not its whole record."""
-    from planarena.experiments.analysis.metrics import CATEGORY_COLUMNS, EPISODE_COLUMNS
+    from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
     from planarena.experiments.analysis.tables import format_completion_table, write_summaries
     from planarena.experiments.records.store import write_parquet
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from planarena.experiments.analysis.metrics import (
+from planarena.experiments.analysis.stats import (
     derive_seed,
     percentile,
     task_bootstrap_percentile,
