@@ -110,6 +110,7 @@ _PLACEHOLDER = re.compile(r"\{\{?\s*[A-Za-z_][\w.\[\]]*\s*\}?\}")
 
 
 def _check_filled(tool: str, query: str) -> None:
+    """Refuse a query that still holds a placeholder (the article's first silent bug)."""
     m = _PLACEHOLDER.search(query)
     if m is not None:
         raise ToolError(
@@ -123,6 +124,7 @@ _DOC_ID = re.compile(r"\bd\d{3}\b")
 
 
 def _doc_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document as a retrieval shows it (its facts and flags stay hidden)."""
     return {
         "doc_id": doc["doc_id"],
         "title": doc["title"],
@@ -154,6 +156,7 @@ class Branch:
 
 
 def branches_of(task: Task) -> list[Branch]:
+    """The task's branches (plain data in ``task.world``) as :class:`Branch` es."""
     return [Branch(b["crag"], b.get("station"), tuple(b["slots"])) for b in task.world["branches"]]
 
 

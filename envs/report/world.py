@@ -72,6 +72,7 @@ LATENCY = {
 
 
 def slug(company: str) -> str:
+    """A company's name as its urls and doc ids write it."""
     return company.lower()
 
 
@@ -82,6 +83,8 @@ def fact_line(company: str, year: int, revenue: str, profit: str) -> str:
 
 @dataclass(frozen=True)
 class Branch:
+    """One competitor of a task: its true figures and those of its stale press release."""
+
     company: str
     year: int
     revenue: str
@@ -114,6 +117,7 @@ class Branch:
 
 
 def branches_of(task: Task) -> list[Branch]:
+    """The task's branches (plain data in ``task.world``) as :class:`Branch` es."""
     return [Branch(**b) for b in task.world["branches"]]
 
 
