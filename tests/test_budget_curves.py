@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from planarena.experiments.studies.budget_curves import _figure, budget_label, render
+from planarena.experiments.studies.budget_curves import _figure, budget_label
 
 BUDGETS = [1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]
 
@@ -67,26 +67,19 @@ def test_budget_curves_keep_envs_apart(tmp_path: Path) -> None:
     """``experiment=budget_curves 'env=[report,rag]'``: a row per budget x env x complexity x
     planner over that env's n_tasks tasks (both envs were pooled, n = 2 x n_tasks), and a row
     of panels per env in the figure."""
-    from conftest import CONFIGS
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    from test_sensitivity import run_study
 
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
-        cfg = compose(
-            "config",
-            overrides=[
-                "experiment=budget_curves",
-                "planner=[react]",
-                "env=[report,rag]",
-                "n_tasks=2",
-                "complexity=[medium]",
-            ],
-        )
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
-    container.pop("hydra", None)
-    container["budget_curves"] = {"budgets": [1000, 64000], "workers": 1}
-    render(pd.DataFrame(), container, tmp_path, seed=0)
+    run_study(
+        tmp_path,
+        [
+            "experiment=budget_curves",
+            "planner=[react]",
+            "env=[report,rag]",
+            "n_tasks=2",
+            "complexity=[medium]",
+        ],
+        {"budget_curves.budgets": [1000, 64000]},
+    )
     table = pd.read_csv(tmp_path / "budget_curves.csv")
     assert set(table.env) == {"report", "rag"}
     assert (table.n == 2).all() and len(table) == 2 * 2  # budgets x envs

@@ -68,7 +68,7 @@ def test_every_experiment_composes(experiment: str) -> None:
 def test_seed_tables_runs_the_four_architectures_of_the_article() -> None:
     cfg = composed("experiment=seed_tables")
     assert list(cfg.planner) == ["react", "plan_execute", "plan_execute_replan", "tot"]
-    assert cfg.report_extra == "seed_tables" and cfg.faults.name == "default"
+    assert cfg.study == "seed_tables" and cfg.faults.name == "default"
 
 
 def test_default_runs_every_planner_and_env_at_three_complexities() -> None:

@@ -18,7 +18,7 @@ import pytest
 from fake_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-from planarena.experiments.run import runner
+from planarena.experiments.run import loop, runner
 from planarena.experiments.run.cost_cap import CostCapReached, CostLedger
 from planarena.experiments.run.llm_factory import ConfigError
 from planarena.experiments.run.runner import run, validate
@@ -127,7 +127,7 @@ def test_the_same_capped_command_writes_the_same_records_whatever_concurrency(
             super().__init__(*args, **kwargs)
             ledgers.append(self)
 
-    monkeypatch.setattr(runner, "CostLedger", Observed)
+    monkeypatch.setattr(loop, "CostLedger", Observed)
     reference = rows(uncapped)
     total = prefix_cost(reference, len(reference))
     reruns = 0

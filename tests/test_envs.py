@@ -252,7 +252,7 @@ def test_task_i_does_not_depend_on_how_many_are_made(name: str) -> None:
         assert env.generate(5, start=3, **kw) == first[3:]
         assert env.generate(1, start=6, **kw) == [first[6]]
         # a job names its tasks without generating them: the names must be the tasks' own
-        from planarena.experiments.run.runner import TaskMaker
+        from planarena.experiments.run.jobs import TaskMaker
 
         maker = TaskMaker({name: env}, seed=4, unreachable_rate=0.3)
         refs = maker.refs(name, complexity, 8)

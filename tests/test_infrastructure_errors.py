@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from planarena.envs.report.env import ReportEnv
 from planarena.experiments.records.repair import repair_run_dir
-from planarena.experiments.run.episode import EpisodeRecord, run_episode
+from planarena.experiments.run.episode import EpisodeRecord, run_one
 from planarena.experiments.run.llm_factory import InfrastructureError
 from planarena.experiments.run.runner import finish, run
 from planarena.planners.llm.openai_backend import OpenAIBackend
@@ -38,7 +38,7 @@ def episode(url: str, planner: str = "react", **backend: Any) -> tuple[EpisodeRe
     keys = (0, task.env, task.task_id, 0)
     llm = OpenAIBackend("fake", base_url=url, max_retries=0, **backend)
     return asyncio.run(
-        run_episode(
+        run_one(
             planner_name=planner,
             planner=make_planner(planner),
             env=ReportEnv(),

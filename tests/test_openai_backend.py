@@ -241,7 +241,7 @@ def _episode(
 ) -> tuple[Any, dict[str, Any]]:
     from conftest import make_planner, tasks
     from planarena.envs.report.env import ReportEnv
-    from planarena.experiments.run.episode import run_episode
+    from planarena.experiments.run.episode import run_one
 
     backend = OpenAIBackend(
         "fake",
@@ -253,7 +253,7 @@ def _episode(
     task = tasks("simple", 1)[0]
     seed_keys = (0, task.env, task.task_id, trial)
     return asyncio.run(
-        run_episode(
+        run_one(
             planner_name=planner,
             planner=make_planner(planner, **(planner_kwargs or {})),
             env=ReportEnv(),

@@ -252,12 +252,12 @@ def test_a_model_that_never_keeps_the_format_is_malformed_output_for_every_plann
 ) -> None:
     from conftest import ALL_PLANNERS, MODELS, make_planner, tasks
     from planarena.envs.report.env import ReportEnv
-    from planarena.experiments.run.episode import run_episode
+    from planarena.experiments.run.episode import run_one
 
     task = tasks("simple", 1)[0]
     for name in ALL_PLANNERS:
         record, _ = asyncio.run(
-            run_episode(
+            run_one(
                 planner_name=name,
                 planner=make_planner(name),
                 env=ReportEnv(),

@@ -19,7 +19,7 @@ from planarena.envs.rag import corpus as rag_corpus
 from planarena.envs.rag.corpus import DATA_FILE, STATIONS, build_corpus
 from planarena.envs.rag.index import corpus
 from planarena.envs.tools import PLAN_LOGIC, ToolError
-from planarena.experiments.run.episode import EpisodeRecord, run_episode
+from planarena.experiments.run.episode import EpisodeRecord, run_one
 from planarena.planners.base import PlannerResult, PlannerStats
 from planarena.planners.executor import STATIC, PlanExecutor
 from planarena.planners.llm.base import Completion, EpisodeLLM
@@ -265,7 +265,7 @@ class Scripted:
 def _scripted_episode(steps: list[dict[str, Any]], task: Any = MEDIUM) -> EpisodeRecord:
     backend = Scripted({"goal": task.goal, "steps": steps})
     record, _ = asyncio.run(
-        run_episode(
+        run_one(
             planner_name="plan_execute",
             planner=make_planner("plan_execute"),
             env=ENV,
@@ -423,7 +423,7 @@ def test_bug3_the_replanner_recovers_the_missing_hop() -> None:
             return await sim.generate(messages, role=role, model=model, request=request)
 
     record, trace = asyncio.run(
-        run_episode(
+        run_one(
             planner_name="plan_execute_replan",
             planner=make_planner("plan_execute_replan"),
             env=ENV,

@@ -538,7 +538,7 @@ def test_every_key_of_the_shipped_configs_passes_the_key_check_and_what_it_refus
     (with its experiment chosen) passes it; and each override it refuses, Hydra's own
     composition refuses too."""
     from hydra.errors import ConfigCompositionException
-    from planarena.experiments.run.runner import CONFIG_DIR, unknown_key_override
+    from planarena.experiments.run.overrides import CONFIG_DIR, unknown_key_override
 
     def keys(path: Path) -> dict[str, Any]:
         node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
@@ -769,7 +769,7 @@ def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
 def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) -> None:
     from planarena.experiments.run.episode import EpisodeRecord
     from planarena.experiments.run.llm_factory import InfrastructureError
-    from planarena.experiments.run.runner import FailFast
+    from planarena.experiments.run.loop import FailFast
 
     row = json.loads(lines(reference / "episodes.jsonl")[0])
     ok = EpisodeRecord(**row)

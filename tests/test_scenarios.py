@@ -57,6 +57,6 @@ def test_render_names_the_best_and_compares_with_the_article(tmp_path: Path) -> 
 def test_the_experiment_config_covers_every_family_and_planner() -> None:
     with initialize_config_dir(str(CONFIGS), version_base="1.3"):
         cfg = compose("config", overrides=["experiment=scenarios"])
-    assert cfg.report_extra == "scenarios"
+    assert cfg.study == "scenarios"
     assert {"pipeline", "web_nav", "code_gen", "research", "report"} <= set(cfg.env)
     assert len(cfg.planner) == 8

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from conftest import CONFIGS
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
+from planarena.experiments.run.runner import run
+from planarena.experiments.studies.report import render_study, study_config
 from planarena.experiments.studies.sensitivity import (
     VERDICTS,
     _markdown,
     by_factor,
     cell_label,
     design,
-    render,
     verdicts,
 )
 
@@ -90,27 +92,34 @@ def test_by_factor_names_reversed_pairs() -> None:
     assert out.iloc[0].pairs_reversed == 1 and out.iloc[0].which == "x/y"
 
 
-def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
+def run_study(out: Path, overrides: list[str], study: dict[str, Any]) -> str:
+    """A study run through the one episode loop into ``out``, then its analysis from the
+    records (what ``planarena experiment=...`` does); returns the printed line."""
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
-        cfg = compose(
-            "config",
-            overrides=[
-                "experiment=sensitivity",
-                "planner=[react,plan_execute_replan]",
-                "n_tasks=2",
-                "complexity=[simple]",
-            ],
-        )
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
-    container.pop("hydra", None)
-    container["sensitivity"]["factors"] = {
-        "p_trap": [0.0, 0.25, 0.9],
-        "fault_rate_scale": [0, 1, 2],
-    }
-    container["sensitivity"]["corners"] = ["p_trap", "fault_rate_scale"]
-    container["sensitivity"]["workers"] = 1
-    line = render(pd.DataFrame(), container, tmp_path, seed=0)
+        cfg = compose("config", overrides=[*overrides, "progress=false", "workers=1"])
+    with open_dict(cfg):
+        for key, value in study.items():
+            OmegaConf.update(cfg, key, value, merge=False)
+    run(cfg, out)
+    config = study_config(out)
+    assert config is not None
+    return render_study(out, config, out)
+
+
+def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
+    line = run_study(
+        tmp_path,
+        [
+            "experiment=sensitivity",
+            "planner=[react,plan_execute_replan]",
+            "n_tasks=2",
+            "complexity=[simple]",
+        ],
+        {
+            "sensitivity.factors": {"p_trap": [0.0, 0.25, 0.9], "fault_rate_scale": [0, 1, 2]},
+            "sensitivity.corners": ["p_trap", "fault_rate_scale"],
+        },
+    )
     assert "cells" in line
     csv = pd.read_csv(tmp_path / "sensitivity.csv")
     assert list(csv.columns) == [
@@ -125,8 +134,9 @@ def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
     counts = csv.verdict.value_counts()
     assert ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) in line
     assert "By assumption" in (tmp_path / "sensitivity.md").read_text()
-    episodes = pd.read_parquet(tmp_path / "sensitivity_episodes.parquet")
+    episodes = pd.read_json(tmp_path / "episodes.jsonl", lines=True)
     assert (episodes.failure_mode != "harness_error").all()
+    assert episodes["cell"].nunique() == csv.iloc[0].cells  # every cell's records kept
 
 
 def test_envs_are_never_pooled_in_a_verdict() -> None:
@@ -149,31 +159,20 @@ def test_envs_are_never_pooled_in_a_verdict() -> None:
     assert "## a: simple" in text and "## b: simple" in text
 
 
-def _tiny_container(extra: list[str]) -> dict:
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
-        cfg = compose("config", overrides=extra)
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
-    container.pop("hydra", None)
-    return container
-
-
 def test_a_grid_over_two_envs_keeps_them_apart(tmp_path: Path) -> None:
     """``experiment=sensitivity 'env=[report,rag]'``: each cell's completion is over one env's
     n_tasks tasks (it was over both envs' tasks pooled, n = 2 x n_tasks, with no env column)."""
-    container = _tiny_container(
+    line = run_study(
+        tmp_path,
         [
             "experiment=sensitivity",
             "planner=[react,plan_execute]",
             "env=[report,rag]",
             "n_tasks=2",
             "complexity=[simple]",
-        ]
+        ],
+        {"sensitivity.factors": {"p_trap": [0.0, 0.25, 0.9]}, "sensitivity.corners": []},
     )
-    container["sensitivity"]["factors"] = {"p_trap": [0.0, 0.25, 0.9]}
-    container["sensitivity"]["corners"] = []
-    container["sensitivity"]["workers"] = 1
-    line = render(pd.DataFrame(), container, tmp_path, seed=0)
     cells = pd.read_csv(tmp_path / "sensitivity_cells.csv")
     assert set(cells.env) == {"report", "rag"}
     assert (cells.n == 2).all()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,10 +31,10 @@ from planarena.experiments.run.llm_factory import (
     model_price,
     model_profiles,
 )
-from planarena.planners.llm.base import Budget
 
 if TYPE_CHECKING:
-    from planarena.experiments.run.runner import Job, Prepared
+    from planarena.experiments.run.jobs import Job
+    from planarena.experiments.run.prepare import Prepared
 
 SAMPLE_TASKS = 3
 """Tasks per env x complexity the dry run simulates (the job's first ones, trial 0)."""
@@ -67,33 +67,19 @@ def sim_config(llm: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _simulate(cfg: DictConfig, prepared: Prepared, jobs: list[Job], sim: dict) -> list:
+    """The sampled jobs' records, each run through the one episode loop under its cell's
+    context with the simulator standing in for the configured model."""
+    del cfg
     factory = BackendFactory(sim)
-    models = model_profiles(sim)
-    budget_cfg = cfg.get("budget") or {}
-    budget = Budget(
-        max_tokens=budget_cfg.get("max_tokens_per_episode"),
-        max_calls=budget_cfg.get("max_llm_calls_per_episode"),
-    )
-    seed = int(cfg.seed)
+    stand_in = {
+        "backend_for": factory.for_episode,
+        "models": model_profiles(sim),
+        "llm_label": llm_label(sim),
+    }
+    contexts = [replace(ctx, **stand_in) for ctx in prepared.contexts]
     records = []
     for job in jobs:
-        env = prepared.envs[job.env_name]
-        keys = (seed, job.task.env, job.task.task_id, job.trial)
-        record, _ = await run_episode(
-            planner_name=job.planner_name,
-            planner=prepared.planners[job.planner_name],
-            env=env,
-            task=job.task,
-            backend=factory.for_episode(env, job.task, keys),
-            llm_label=llm_label(sim),
-            faults_label=prepared.faults.name,
-            models=models,
-            rules=prepared.faults.rules,
-            seed=seed,
-            trial=job.trial,
-            budget=budget,
-            concurrent_llm_calls=bool(cfg.get("concurrent_llm_calls", True)),
-        )
+        record, _ = await run_episode(contexts[job.cell], job)
         records.append(record)
     return records
 

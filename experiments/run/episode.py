@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from planarena.configs import CONFIG_DIR
 from planarena.envs import caches, clock
@@ -32,7 +33,7 @@ from planarena.planners.llm.base import (
 )
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.search import use_gather
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 # The last failed call acted on a premise that did not hold and was not checked first: a
 # guessed argument (nothing by that name, arguments the tool rejects) or a key that a
@@ -42,7 +43,10 @@ _HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
 
 
 class EpisodeRecord(BaseModel):
-    """One line of ``episodes.jsonl``. Field order is the file's key order."""
+    """One line of ``episodes.jsonl``. Field order is the file's key order; a study cell's
+    ``cell`` label and parameters follow the fixed keys (extra fields, absent in plain runs)."""
+
+    model_config = ConfigDict(extra="allow")
 
     planner: str
     env: str
@@ -149,7 +153,7 @@ def _exposure(env: Env, task: Task, rules: Sequence[FaultRule], keys: tuple[Any,
     return exposure
 
 
-async def run_episode(
+async def _play(
     *,
     planner_name: str,
     planner: Planner,
@@ -167,8 +171,9 @@ async def run_episode(
     concurrent_llm_calls: bool = True,
     redraw_faults: bool = False,
     cost_gate: SpendGate | None = None,
+    cell: Mapping[str, Any] | None = None,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
-    """Run one episode (``cost_gate``: the job's cost cap). A failure of the LLM endpoint is
+    """Play one episode (``cost_gate``: the job's cost cap). A failure of the LLM endpoint is
     an ``infrastructure_error``; any other exception that is not an agent-level failure is a
     ``harness_error`` (our bug)."""
     wall0 = time.perf_counter()
@@ -253,11 +258,13 @@ async def run_episode(
         cost_usd=None if usage.total_cost_usd is None else round(usage.total_cost_usd, 8),
         detail=(error or result.detail)[:300],
         wall_s=round(time.perf_counter() - wall0, 6),
+        **(cell or {}),  # a study cell's label and parameters, after the fixed keys
     )
     trace_doc = {
         "planner": planner_name,
         "task_id": task.task_id,
         "trial": trial,
+        **({"cell": cell["cell"]} if cell else {}),
         "grade": grade.detail,
         "events": trace,
         "tool_calls": [
@@ -274,6 +281,128 @@ async def run_episode(
         ],
     }
     return record, trace_doc
+
+
+class EpisodeJob(Protocol):
+    """What :func:`run_episode` needs of a job: which planner, env, task and trial, and the
+    cell of a study (0 in a plain run). :class:`planarena.experiments.run.jobs.Job` is one."""
+
+    planner_name: str
+    env_name: str
+    trial: int
+    cell: int
+
+    @property
+    def task(self) -> Task: ...
+
+
+@dataclass(frozen=True)
+class OneJob:
+    """A job that is just its fields (one episode from Python)."""
+
+    planner_name: str
+    env_name: str
+    task: Task
+    trial: int = 0
+    cell: int = 0
+
+
+BackendFor = Callable[[Env, Task, tuple[object, ...]], LLMBackend]
+"""Makes an episode's LLM backend from its env, task and seed keys (never the planner)."""
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """Everything the episodes of one cell share, built once from the config: who plays,
+    where, with which model, faults and budgets, and the study cell's parameters."""
+
+    planners: Mapping[str, Planner]
+    envs: Mapping[str, Env]
+    backend_for: BackendFor
+    models: Mapping[str, ModelProfile]
+    llm_label: str
+    faults_label: str
+    rules: Sequence[FaultRule]
+    seed: int
+    budget: Budget | None = None
+    config_id: str = ""
+    concurrent_llm_calls: bool = True
+    redraw_faults: bool = False
+    cell: Mapping[str, Any] = field(default_factory=dict)
+    """A study cell's label (``cell``) and parameters, written into its records; empty in a
+    plain run, whose records then carry no cell keys."""
+
+
+async def run_episode(
+    ctx: EpisodeContext, job: EpisodeJob, *, cost_gate: SpendGate | None = None
+) -> tuple[EpisodeRecord, dict[str, Any]]:
+    """The one way an episode runs: ``job``'s planner on its task under ``ctx``. A failure of
+    the LLM endpoint is an ``infrastructure_error``; any other exception that is not an
+    agent-level failure is a ``harness_error`` (our bug)."""
+    env = ctx.envs[job.env_name]
+    task = job.task
+    # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
+    # same answer, whichever planner sends it
+    seed_keys = (ctx.seed, task.env, task.task_id, job.trial)
+    return await _play(
+        planner_name=job.planner_name,
+        planner=ctx.planners[job.planner_name],
+        env=env,
+        task=task,
+        backend=ctx.backend_for(env, task, seed_keys),
+        llm_label=ctx.llm_label,
+        faults_label=ctx.faults_label,
+        models=ctx.models,
+        rules=ctx.rules,
+        seed=ctx.seed,
+        trial=job.trial,
+        budget=ctx.budget,
+        config_id=ctx.config_id,
+        concurrent_llm_calls=ctx.concurrent_llm_calls,
+        redraw_faults=ctx.redraw_faults,
+        cost_gate=cost_gate,
+        cell=ctx.cell,
+    )
+
+
+async def run_one(
+    *,
+    planner_name: str,
+    planner: Planner,
+    env: Env,
+    task: Task,
+    backend: LLMBackend,
+    llm_label: str,
+    models: Mapping[str, ModelProfile],
+    rules: Sequence[FaultRule] = (),
+    seed: int = 0,
+    trial: int = 0,
+    faults_label: str = "custom",
+    budget: Budget | None = None,
+) -> tuple[EpisodeRecord, dict[str, Any]]:
+    """One episode against a given backend (a scripted model, a test server), through
+    :func:`run_episode` like every other."""
+    ctx = EpisodeContext(
+        planners={planner_name: planner},
+        envs={"env": env},
+        backend_for=lambda _env, _task, _keys: backend,
+        models=models,
+        llm_label=llm_label,
+        faults_label=faults_label,
+        rules=list(rules),
+        seed=seed,
+        budget=budget,
+    )
+    return await run_episode(ctx, OneJob(planner_name, "env", task, trial))
+
+
+def sim_models() -> dict[str, ModelProfile]:
+    """The simulated LLM's default model profiles (``configs/llm/sim.yaml``)."""
+    from omegaconf import OmegaConf
+    from planarena.experiments.run.llm_factory import model_profiles
+
+    sim_cfg = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "llm" / "sim.yaml"))
+    return model_profiles(sim_cfg)  # type: ignore[arg-type]
 
 
 def simulate(
@@ -299,30 +428,22 @@ def simulate(
     """
     import asyncio
 
-    from omegaconf import OmegaConf
-    from planarena.experiments.run.llm_factory import model_profiles
     from planarena.planners.llm.sim import SimLLM
 
-    if models is None:
-        sim_cfg = CONFIG_DIR / "llm" / "sim.yaml"
-        models = model_profiles(OmegaConf.to_container(OmegaConf.load(sim_cfg)))  # type: ignore[arg-type]
-    keys = (seed, task.env, task.task_id, trial)  # never the planner: same prompt, same answer
-    backend = SimLLM(skill, env.oracle(task), seed_keys=keys)
-    return asyncio.run(
-        run_episode(
-            planner_name=planner_name,
-            planner=planner,
-            env=env,
-            task=task,
-            backend=backend,
-            llm_label=f"sim:{getattr(skill, 'name', 'custom')}",
-            models=models,
-            rules=list(rules),
-            seed=seed,
-            trial=trial,
-            faults_label=faults_label,
-            budget=budget,
-            concurrent_llm_calls=concurrent_llm_calls,
-            redraw_faults=redraw_faults,
-        )
+    def backend_for(env: Env, task: Task, keys: tuple[object, ...]) -> LLMBackend:
+        return SimLLM(skill, env.oracle(task), seed_keys=keys)
+
+    ctx = EpisodeContext(
+        planners={planner_name: planner},
+        envs={"env": env},
+        backend_for=backend_for,
+        models=sim_models() if models is None else models,
+        llm_label=f"sim:{getattr(skill, 'name', 'custom')}",
+        faults_label=faults_label,
+        rules=list(rules),
+        seed=seed,
+        budget=budget,
+        concurrent_llm_calls=concurrent_llm_calls,
+        redraw_faults=redraw_faults,
     )
+    return asyncio.run(run_episode(ctx, OneJob(planner_name, "env", task, trial)))

@@ -7,34 +7,57 @@ spending more shows it here. One panel per complexity.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from planarena.experiments.studies.sensitivity import group_keys, run_grid
+from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sensitivity import group_keys
 
 
-def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
-    del df, seed
-    spec = container.get("budget_curves") or {}
-    budgets = [int(b) for b in spec.get("budgets", [])]
-    cells = [{"max_tokens_per_episode": b} for b in budgets]
-    records = run_grid(container, cells, int(spec.get("workers", 2)))
-    keys = ["max_tokens_per_episode", *group_keys(records), "planner"]  # envs kept apart
-    table = (
-        records.groupby(keys, sort=False)
-        .agg(
-            n=("success", "size"),
-            completion=("success", "mean"),
-            budget_exhausted=("failure_mode", lambda s: float((s == "budget_exhausted").mean())),
-            tokens_mean=("tokens_total", "mean"),
+@study("budget_curves")
+class BudgetCurves(Study):
+    """Completion against the per-episode token budget: one cell per budget."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        budgets = [int(b) for b in (config.get("budget_curves") or {}).get("budgets", [])]
+        return [
+            Cell(
+                f"max_tokens_per_episode={b}",
+                columns={"max_tokens_per_episode": b},
+                overrides={"budget.max_tokens_per_episode": b},
+            )
+            for b in budgets
+        ]
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        del seed
+        budgets = [int(b) for b in (config.get("budget_curves") or {}).get("budgets", [])]
+        records = records[records["max_tokens_per_episode"].isin(budgets)]
+        records = records.iloc[
+            records["max_tokens_per_episode"].map(budgets.index).argsort(kind="stable")
+        ]
+        keys = ["max_tokens_per_episode", *group_keys(records), "planner"]  # envs kept apart
+        table = (
+            records.groupby(keys, sort=False)
+            .agg(
+                n=("success", "size"),
+                completion=("success", "mean"),
+                budget_exhausted=(
+                    "failure_mode",
+                    lambda s: float((s == "budget_exhausted").mean()),
+                ),
+                tokens_mean=("tokens_total", "mean"),
+            )
+            .reset_index()
         )
-        .reset_index()
-    )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out_dir / "budget_curves.csv", index=False)
-    _figure(table, list(container["planner"]), out_dir)
-    return f"Budget curves: {len(budgets)} budgets — {out_dir / 'budget_curves.csv'}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out_dir / "budget_curves.csv", index=False)
+        _figure(table, list(config["planner"]), out_dir)
+        return f"Budget curves: {len(budgets)} budgets — {out_dir / 'budget_curves.csv'}"
 
 
 def budget_label(budget: float) -> str:

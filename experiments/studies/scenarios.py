@@ -16,6 +16,7 @@ match the article: the families, the simulator and the planners are what every o
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from planarena.experiments.analysis.stats import (
     task_weights,
     wilson_interval,
 )
+from planarena.experiments.studies.registry import Study, study
 
 # The article's recommendation per scenario (families named after the scenarios they model).
 ARTICLE_PICK = {
@@ -227,3 +229,13 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
     text = "\n".join(lines)
     (out_dir / "scenarios.md").write_text(text + "\n", encoding="utf-8")
     return text
+
+
+@study("scenarios")
+class Scenarios(Study):
+    """A plain run's records, rendered as this study's tables (one cell)."""
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        return render(records, dict(config), out_dir, seed=seed)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 from planarena.experiments.analysis.metrics import failure_distribution, summarize
-from planarena.experiments.analysis.tables import _pct
+from planarena.experiments.analysis.table_format import _pct
+from planarena.experiments.studies.registry import Study, study
 
 # §9.1 completion rate (%), by complexity: simple (3 steps), medium (5-8), complex (10+).
 ARTICLE_91 = {
@@ -232,3 +233,13 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
     t92.to_csv(out_dir / "seed_table_9_2.csv", index=False)
     t93.to_csv(out_dir / "seed_table_9_3.csv", index=False)
     return text
+
+
+@study("seed_tables")
+class SeedTables(Study):
+    """A plain run's records, rendered as this study's tables (one cell)."""
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        return render(records, dict(config), out_dir, seed=seed)

@@ -15,18 +15,19 @@ other setting are the run's own, so a cell differs from another by its parameter
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from planarena.experiments.studies.registry import Cell, Study, study
 
 # A factor is a skill field of the simulated LLM, or one of these world/compute knobs.
-WORLD_FACTORS = ("fault_rate_scale", "max_tokens_per_episode")
+WORLD_FACTORS = {
+    "fault_rate_scale": "faults.rate_scale",
+    "max_tokens_per_episode": "budget.max_tokens_per_episode",
+}
 VERDICT_MOSTLY = 0.2  # "mostly": the minority ordering in at most this share of decided cells
 VERDICTS = ("holds", "mostly", "flips", "tie")  # "tie": no cell decides (equal everywhere)
 
@@ -54,93 +55,27 @@ def cell_label(cell: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in cell.items())
 
 
-def run_cell(container: dict[str, Any], cell: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every planner x env x complexity x task of the run under one cell's parameters."""
-    from hydra.utils import instantiate
-    from planarena.envs.faults import FaultConfig
-    from planarena.experiments.run.episode import run_episode
-    from planarena.experiments.run.llm_factory import model_profiles, skill_profile
-    from planarena.planners.llm.base import Budget
-    from planarena.planners.llm.sim import SimLLM
+def factor_override(name: str) -> str:
+    """The config key a factor sets: a world knob's own, else a skill field of the simulated
+    LLM."""
+    return WORLD_FACTORS.get(name, f"llm.skill_overrides.{name}")
 
-    llm_cfg = dict(container["llm"])
-    if llm_cfg.get("backend", "sim") != "sim":
+
+def grid_cells(factors: Mapping[str, Sequence[Any]], corners: Sequence[str]) -> list[Cell]:
+    """The grid's cells as runnable :class:`Cell` objects (parameters as record columns)."""
+    return [
+        Cell(
+            cell_label(c),
+            columns=dict(c),
+            overrides={factor_override(k): v for k, v in c.items()},
+        )
+        for c in design(factors, corners)
+    ]
+
+
+def check_sim(config: Mapping[str, Any]) -> None:
+    if (config.get("llm") or {}).get("backend", "sim") != "sim":
         raise ValueError("a sensitivity grid varies the simulated LLM: use llm=sim")
-    skill_fields = {k: v for k, v in cell.items() if k not in WORLD_FACTORS}
-    llm_cfg["skill_overrides"] = {**(llm_cfg.get("skill_overrides") or {}), **skill_fields}
-    skill = skill_profile(llm_cfg)
-    models = model_profiles(llm_cfg)
-    faults = FaultConfig(**container["faults"])
-    scale = float(cell.get("fault_rate_scale", 1.0))
-    rules = [r.model_copy(update={"rate": min(1.0, r.rate * scale)}) for r in faults.rules]
-    budget_cfg = container.get("budget") or {}
-    max_tokens = cell.get("max_tokens_per_episode", budget_cfg.get("max_tokens_per_episode"))
-    budget = Budget(
-        max_tokens=int(max_tokens) if max_tokens else None,
-        max_calls=budget_cfg.get("max_llm_calls_per_episode"),
-    )
-    parallel = (container.get("executor") or {}).get("parallel")
-    planners = {}
-    for name, spec in container["planner"].items():
-        spec = dict(spec)
-        if parallel is not None and "parallel" in spec:
-            spec["parallel"] = bool(parallel)
-        planners[name] = instantiate(spec)
-    envs = {name: instantiate(spec) for name, spec in container["env"].items()}
-    complexities = container["complexity"]
-    complexities = complexities if isinstance(complexities, list) else [complexities]
-    seed = int(container["seed"])
-
-    async def episodes() -> list[dict[str, Any]]:
-        out = []
-        for env_name, env in envs.items():
-            del env_name
-            for complexity in complexities:
-                tasks = env.generate(
-                    int(container["n_tasks"]),
-                    seed=seed,
-                    complexity=str(complexity),
-                    unreachable_rate=faults.unreachable_rate,
-                )
-                for planner_name, planner in planners.items():
-                    for task in tasks:
-                        keys = (seed, task.env, task.task_id, 0)
-                        record, _ = await run_episode(
-                            planner_name=planner_name,
-                            planner=planner,
-                            env=env,
-                            task=task,
-                            backend=SimLLM(skill, env.oracle(task), seed_keys=keys),
-                            llm_label=f"sim:{skill.name}",
-                            faults_label=faults.name,
-                            models=models,
-                            rules=rules,
-                            seed=seed,
-                            trial=0,
-                            budget=budget,
-                            concurrent_llm_calls=bool(container.get("concurrent_llm_calls", True)),
-                        )
-                        row = record.model_dump()
-                        row.pop("wall_s")
-                        out.append({"cell": cell_label(cell), **cell, **row})
-        return out
-
-    return asyncio.run(episodes())
-
-
-def run_grid(
-    container: dict[str, Any], cells: Sequence[dict[str, Any]], workers: int
-) -> pd.DataFrame:
-    """Every cell's records; cells run in ``workers`` processes (records are the same for any
-    number of workers: each episode's draws are keyed by meaning, never by order)."""
-    workers = max(1, min(workers, os.cpu_count() or 1, len(cells)))
-    if workers == 1:
-        rows = [row for cell in cells for row in run_cell(container, dict(cell))]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = pool.map(run_cell, [container] * len(cells), [dict(c) for c in cells])
-            rows = [row for part in parts for row in part]
-    return pd.DataFrame(rows)
 
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -310,30 +245,51 @@ def _markdown(
     return "\n".join(lines) + "\n"
 
 
-def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
-    """Run the grid of ``container['sensitivity']`` and write sensitivity.md / .csv,
-    sensitivity_cells.csv (completion per cell) and sensitivity_episodes.parquet."""
-    del df, seed  # every cell, the centre included, is run here on the same footing
-    spec = container.get("sensitivity") or {}
-    factors = spec.get("factors") or {}
-    cells = design(factors, spec.get("corners") or [])
-    records = run_grid(container, cells, int(spec.get("workers", 2)))
-    planners = list(container["planner"])
-    table = completion_table(records)
-    verdict = verdicts(table, planners)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    records.to_parquet(out_dir / "sensitivity_episodes.parquet", index=False)
-    table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
-    columns = ["planner_a", "planner_b", *group_keys(verdict), "cells", "a_better", "b_better"]
-    verdict[[*columns, "verdict"]].to_csv(out_dir / "sensitivity.csv", index=False)
-    per_factor = by_factor(table, factors, cells, planners)
-    per_factor.to_csv(out_dir / "sensitivity_factors.csv", index=False)
-    text = _markdown(table, verdict, cells, int(container["n_tasks"]), per_factor)
-    (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
-    counts = verdict.verdict.value_counts()
-    groups = "envs x complexities" if table["env"].nunique() > 1 else "complexities"
-    return (
-        f"Sensitivity: {len(cells)} cells; pairs x {groups}: "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-        + f" — {out_dir / 'sensitivity.md'}"
-    )
+@study("sensitivity")
+class Sensitivity(Study):
+    """Every planner on the same tasks in every cell of a grid over the simulator's
+    assumptions; per pair of planners: holds, mostly, flips or tie."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        check_sim(config)
+        spec = config.get("sensitivity") or {}
+        return grid_cells(spec.get("factors") or {}, spec.get("corners") or [])
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        """Write sensitivity.md / .csv, sensitivity_cells.csv (completion per cell) and
+        sensitivity_factors.csv from the run's records."""
+        del seed
+        spec = config.get("sensitivity") or {}
+        factors = spec.get("factors") or {}
+        cells = design(factors, spec.get("corners") or [])
+        planners = list(config["planner"])
+        table = completion_table(in_grid_order(records, cells))
+        verdict = verdicts(table, planners)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
+        columns = ["planner_a", "planner_b", *group_keys(verdict), "cells", "a_better", "b_better"]
+        verdict[[*columns, "verdict"]].to_csv(out_dir / "sensitivity.csv", index=False)
+        per_factor = by_factor(table, factors, cells, planners)
+        per_factor.to_csv(out_dir / "sensitivity_factors.csv", index=False)
+        text = _markdown(table, verdict, cells, int(config["n_tasks"]), per_factor)
+        (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
+        counts = verdict.verdict.value_counts()
+        groups = "envs x complexities" if table["env"].nunique() > 1 else "complexities"
+        return (
+            f"Sensitivity: {len(cells)} cells; pairs x {groups}: "
+            + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+            + f" — {out_dir / 'sensitivity.md'}"
+        )
+
+
+def in_grid_order(records: pd.DataFrame, cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The records of the grid's cells, in grid order (the records' file order is job order,
+    but a resumed run may have appended cells in another order)."""
+    order = {cell_label(c): i for i, c in enumerate(cells)}
+    if "cell" not in records.columns:
+        raise ValueError("these records have no cell column: not a study grid's run")
+    kept = records[records["cell"].isin(order)]
+    rank = kept["cell"].map(order)
+    return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)

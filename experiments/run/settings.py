@@ -1,0 +1,91 @@
+"""The typed schema of the root config: a bad value is one line naming key, value and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from omegaconf import ListConfig
+from planarena.envs.base import COMPLEXITIES
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+)
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BudgetSettings(_Settings):
+    max_tokens_per_episode: PositiveInt | None = None
+    max_llm_calls_per_episode: PositiveInt | None = None
+    max_cost_usd: PositiveFloat | None = None  # per job, accounted in job order (cost_cap)
+
+
+class ExecutorSettings(_Settings):
+    parallel: bool | None = None
+
+
+class RunSettings(_Settings):
+    """The typed schema of ``configs/config.yaml`` (groups are validated by their own models:
+    skill and model profiles, fault rules, planner and env constructors)."""
+
+    planner: dict[str, Any]
+    env: dict[str, Any]
+    llm: dict[str, Any]
+    faults: dict[str, Any]
+    complexity: list[str]
+    n_tasks: PositiveInt
+    trials: PositiveInt
+    seed: int
+    concurrency: PositiveInt
+    workers: PositiveInt | Literal["auto"] = "auto"
+    resume: bool
+    progress: bool
+    write_traces: bool
+    figures: bool | None = None
+    fail_fast: NonNegativeInt = 5
+    concurrent_llm_calls: bool = True
+    trial_faults: Literal["same", "redraw"] = "same"
+    study: str | None = None  # a registered study (experiment=<name> sets it); its own
+    # parameters sit under a key of its name (sensitivity.factors, budget_curves.budgets)
+    dry_run: bool = False  # estimate calls, tokens and dollars from a short sim pass; exit
+    executor: ExecutorSettings = ExecutorSettings()
+    budget: BudgetSettings = BudgetSettings()
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        if value == "auto" or (
+            isinstance(value, int) and not isinstance(value, bool) and value > 0
+        ):
+            return value
+        raise ValueError("must be a positive number of processes or auto")
+
+    @field_validator("complexity", mode="before")
+    @classmethod
+    def _complexities(cls, value: Any) -> list[str]:
+        values = as_list(value)
+        if not values:
+            raise ValueError(f"name at least one of {list(COMPLEXITIES)}")
+        for v in values:
+            if v not in COMPLEXITIES:
+                raise ValueError(f"must be one of {list(COMPLEXITIES)}")
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:  # each of its tasks would run twice, and the tables refuse duplicates
+            raise ValueError(f"names {', '.join(twice)} more than once; name each once")
+        return [str(v) for v in values]
+
+
+def as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple, ListConfig)):
+        return list(value)
+    if isinstance(value, str) and "," in value:
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [value]
+
+
