@@ -13,6 +13,7 @@ import pytest
 from fake_server import FakeOpenAI, serve
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from planarena.configs import default_choices
 from planarena.envs.base import Task
 from planarena.envs.faults import FaultRule
 from planarena.envs.report.env import ReportEnv
@@ -26,7 +27,7 @@ MODELS = {
 }
 
 
-ALL_PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
+ALL_PLANNERS = default_choices("planner")  # the default set, defined once in config.yaml
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
+from planarena.configs import options
 from planarena.envs.tools import Toolbox
 from planarena.experiments.records import (
     RecordsError,
@@ -31,6 +32,7 @@ from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.llm.base import EpisodeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNNER = [sys.executable, "-m", "planarena.experiments.run.runner"]
 CONFIGS = ROOT / "configs"
 SMALL = [
     "env=report",  # the default runs every family; these tests count report episodes
@@ -54,7 +56,7 @@ def cli(
     run_dir: Path | None, *overrides: str, timeout: float = 120, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     where = [f"hydra.run.dir={run_dir}"] if run_dir else []
-    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *where, *SMALL, *overrides]
+    cmd = [*RUNNER, *where, *SMALL, *overrides]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
@@ -279,7 +281,7 @@ def test_a_second_job_on_a_locked_dir_exits_at_once(reference: Path, tmp_path: P
 @pytest.mark.slow  # ~15 s: two jobs started together
 def test_default_run_dirs_do_not_collide(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *SMALL, "planner=react", "n_tasks=1"]
+    cmd = [*RUNNER, *SMALL, "planner=react", "n_tasks=1"]
     procs = [
         subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2)
@@ -460,9 +462,9 @@ def test_an_invalid_planner_or_env_parameter_is_named_before_any_episode(
 
 
 def test_every_shipped_planner_and_env_config_passes_its_checks() -> None:
-    planners = "[react,plan_execute,plan_execute_replan,tot,bfs,dfs,mcts,topo]"
+    planners = f"[{','.join(options('planner'))}]"
     prepared = prepare(cfg_of(f"planner={planners}", "env=[report,rag]"))
-    assert len(prepared.planners) == 8 and len(prepared.envs) == 2
+    assert list(prepared.planners) == options("planner") and len(prepared.envs) == 2
 
 
 @pytest.mark.parametrize(
@@ -642,7 +644,7 @@ def test_kill_9_at_any_instant_then_rerun_equals_an_uninterrupted_run(tmp_path: 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for i, written in enumerate((1, 40)):  # killed right after its first record, and mid-run
         out = tmp_path / f"killed{i}"
-        cmd = [sys.executable, "-m", "planarena.experiments.run.runner", f"hydra.run.dir={out}", *SMALL, *args]
+        cmd = [*RUNNER, f"hydra.run.dir={out}", *SMALL, *args]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
         episodes, deadline = out / "episodes.jsonl", time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -668,7 +670,7 @@ def _alive(pid: int) -> bool:
 def test_worker_processes_die_with_a_killed_job(tmp_path: Path) -> None:
     """Orphaned workers would hold the run dir's lock and compute for nobody."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", f"hydra.run.dir={tmp_path}", *SMALL]
+    cmd = [*RUNNER, f"hydra.run.dir={tmp_path}", *SMALL]
     cmd += ["planner=react", "n_tasks=2000", "workers=2", "figures=false"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     episodes, deadline = tmp_path / "episodes.jsonl", time.monotonic() + 60

@@ -32,13 +32,14 @@ from pathlib import Path
 
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from planarena.configs import default_choices
 from planarena.envs.faults import FaultConfig
 from planarena.envs.report.env import ReportEnv
 from planarena.experiments.run.episode import simulate
 from planarena.planners.llm.profiles import SKILLS, ModelProfile
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs", "mcts", "topo"]
+PLANNERS = default_choices("planner")  # the default planner set, as config.yaml defines it
 
 
 def per_planner(n: int, seed: int) -> list[dict[str, object]]:

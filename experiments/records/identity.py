@@ -1,7 +1,8 @@
 """A run dir's identity: which configuration made its records, and which job may write there.
 
-``run.json`` holds the fingerprint of the configuration that made the records; a job that
-resumes into a dir made by another configuration is refused, one that starts over moves the
+``run.json`` holds the fingerprint of the configuration that made the records and the code
+version that ran it (:mod:`.provenance`); a job that resumes into a dir made by another
+configuration or other code is refused, one that starts over moves the
 old outputs aside (nothing is overwritten). A lock file is held by the one job writing there.
 """
 
@@ -14,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from planarena.experiments.records.provenance import RUN_SCHEMA_VERSION, code_version, same_code
+from planarena.experiments.records.provenance import describe as describe_code
 from planarena.experiments.records.schema import EPISODES, TRACES
 
 RUN_FILE = "run.json"
@@ -131,17 +134,28 @@ def set_aside(out_dir: Path) -> str | None:
     return suffix
 
 
-def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) -> str:
-    """Bind ``out_dir`` to this configuration; returns its ``config_id``.
+def claim_identity(
+    out_dir: Path,
+    config: Mapping[str, Any],
+    *,
+    resume: bool | str,
+    code: dict[str, Any] | None = None,
+) -> str:
+    """Bind ``out_dir`` to this configuration and code; returns its ``config_id``.
 
-    With ``resume`` a dir made by another configuration is refused (naming the differing
-    keys); without it the old run's records and tables are moved aside (:func:`set_aside`:
-    ``*.replaced``, then ``*.replaced.2``, ...) and the run starts over.
+    With ``resume`` a dir made by another configuration, or by other code (another source
+    digest: an edited planner would reuse its old records), is refused, naming the differing
+    keys or both code versions; ``resume="force"`` accepts other code and records that it did
+    (``resumed_under`` in ``run.json``). Without ``resume`` the old run's records and tables
+    are moved aside (:func:`set_aside`: ``*.replaced``, then ``*.replaced.2``, ...) and the
+    run starts over.
     """
+    code = code_version() if code is None else code
     ident = identity(config)
     config_id = fingerprint(config)
     run_file = out_dir / RUN_FILE
     has_records = (out_dir / EPISODES).exists() and (out_dir / EPISODES).stat().st_size > 0
+    run = {"schema": RUN_SCHEMA_VERSION, "config_id": config_id, "config": ident, "code": code}
     if resume and run_file.exists() and has_records:  # nothing recorded: nothing to protect
         old = json.loads(run_file.read_text())
         if old.get("config_id") != config_id:
@@ -154,6 +168,15 @@ def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) ->
                 "use a new hydra.run.dir, or resume=false to start over in this dir "
                 "(the old records are kept as *.replaced)"
             )
+        if not same_code(old.get("code"), code):
+            if resume != "force":
+                raise RunDirError(
+                    f"{out_dir} holds records made by {describe_code(old.get('code'))}, not by "
+                    f"this {describe_code(code)}; use a new hydra.run.dir, resume=force to "
+                    "resume anyway (run.json records it), or resume=false to start over"
+                )
+            run = {**old, "resumed_under": [*old.get("resumed_under", []), code]}
+            write_json_atomic(run_file, run)
     elif resume and has_records:
         raise RunDirError(
             f"{out_dir} holds records without a {RUN_FILE} fingerprint (an older planarena?); "
@@ -163,7 +186,7 @@ def claim_identity(out_dir: Path, config: Mapping[str, Any], *, resume: bool) ->
     if not resume:
         set_aside(out_dir)
     if not resume or not has_records or not run_file.exists():
-        write_json_atomic(run_file, {"config_id": config_id, "config": ident})
+        write_json_atomic(run_file, run)
     return config_id
 
 

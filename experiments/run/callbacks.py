@@ -22,6 +22,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from planarena.experiments.records import EPISODES, RUN_FILE, STATUS_FILE
+from planarena.experiments.studies.report import shared_study, write_study
 
 UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 """Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""
@@ -80,7 +81,10 @@ class AggregateSweep(Callback):
         finished, failed = job_outcomes(sweep_dir)
         for d, why in failed.items():
             print(f"WARNING: job {d.name} left out of the aggregate: {why}", file=sys.stderr)
-        if finished:
+        study = shared_study(finished) if finished and not failed else None
+        if study is not None:  # a study's shards: its tables and analysis from them all
+            print("\n" + write_study(finished, study, sweep_dir))
+        elif finished:
             try:
                 table = aggregate(finished, sweep_dir, figures=config.get("figures") is not False)
             except Exception:  # a bug of ours: shown, and the sweep must not exit 0 (Hydra

@@ -75,6 +75,21 @@ class Prepared:
         return self.jobs.cells
 
 
+def shard_of(cells: list[Cell], container: Mapping[str, Any]) -> list[Cell]:
+    """The cells this job runs: those with ``index % shards == shard`` (a study spread over
+    a launcher's jobs, each one shard; ``planarena-report`` merges their records)."""
+    shard, shards = int(container.get("shard", 0)), int(container.get("shards", 1))
+    if shard >= shards:
+        raise ConfigError(f"shard={shard}: must be below shards={shards}")
+    mine = [c for i, c in enumerate(cells) if i % shards == shard]
+    if not mine:
+        raise ConfigError(
+            f"shard={shard} of shards={shards}: the run has {len(cells)} cell(s), none for "
+            "this shard; use at most as many shards as cells"
+        )
+    return mine
+
+
 def with_config_id(contexts: list[EpisodeContext], config_id: str) -> list[EpisodeContext]:
     return [replace(ctx, config_id=config_id) for ctx in contexts]
 
@@ -185,7 +200,7 @@ def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepare
             spec[FAMILY_DIGEST] = env.digest  # (the path alone: an edited file resumed)
     faults = fault_config(cfg)
     try:
-        cells = cells_of(container)
+        cells = shard_of(cells_of(container), container)
         labels = cell_labels(cells)
     except (KeyError, ValueError) as exc:
         raise ConfigError(f"study={container.get('study')}: {exc.args[0]}") from None

@@ -106,7 +106,7 @@ def run(
     own_lock = lock is None
     held = lock or RunLock(out_dir)
     try:
-        resume = bool(cfg.resume)
+        resume: bool | str = "force" if cfg.resume == "force" else bool(cfg.resume)
         config_id = claim_identity(out_dir, prepared.container, resume=resume)
         if on_claim is not None:
             on_claim(config_id)
@@ -282,7 +282,12 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
 
     print(f"\n{completion_heading(measured(df))} — {out_dir}\n{table}")
     name = cfg.get("study")
-    if name:  # the study's own analysis, from the run's records alone
+    if name and int(cfg.get("shards", 1)) > 1:  # one shard's cells: the sweep renders them all
+        print(
+            f"\nstudy {name}: shard {cfg.shard} of {cfg.shards}; the sweep's aggregate (or "
+            "planarena-report on the sweep dir) writes the study from every shard's records"
+        )
+    elif name:  # the study's own analysis, from the run's records alone
         print("\n" + render_study(out_dir, canonical(config_of(cfg)), out_dir))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()
     if capped is not None:

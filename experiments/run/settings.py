@@ -44,13 +44,15 @@ class RunSettings(_Settings):
     seed: int
     concurrency: PositiveInt
     workers: PositiveInt | Literal["auto"] = "auto"
-    resume: bool
+    resume: bool | Literal["force"]  # force: resume records made by other code
     progress: bool
     write_traces: bool
     figures: bool | None = None
     fail_fast: NonNegativeInt = 5
     concurrent_llm_calls: bool = True
     trial_faults: Literal["same", "redraw"] = "same"
+    shard: NonNegativeInt = 0  # this job runs the study's cells i with i % shards == shard
+    shards: PositiveInt = 1
     study: str | None = None  # a registered study (experiment=<name> sets it); its own
     # parameters sit under a key of its name (sensitivity.factors, budget_curves.budgets)
     dry_run: bool = False  # estimate calls, tokens and dollars from a short sim pass; exit

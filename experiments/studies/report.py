@@ -1,9 +1,9 @@
 """``planarena-report``: tables and figures again from records, a study's analysis included.
 
-A run dir whose ``run.json`` names a study gets the study's own files written again from its
-records (the same function the job ran at its end, so the files come out the same), and its
-summary tables are the reference cell's, as the job wrote them. Anything else (several dirs,
-a sweep dir, a plain run) is :func:`planarena.experiments.analysis.report.main`'s.
+A run dir whose ``run.json`` names a study, or a sweep dir whose jobs are shards of one study,
+gets the study's own files written again from its records (the same function the job ran at
+its end, so the files come out the same), and its summary tables are the reference cell's, as
+the job wrote them. Anything else is :func:`planarena.experiments.analysis.report.main`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from planarena.experiments.analysis import report
 from planarena.experiments.records import EPISODES, RUN_FILE, load_records, measured
 from planarena.experiments.studies.registry import cells_of, get
@@ -31,35 +32,72 @@ def study_config(run_dir: Path) -> dict[str, Any] | None:
     return config if config.get("study") else None
 
 
+SHARD_KEYS = ("shard", "shards")
+
+
 def render_study(run_dir: Path, config: dict[str, Any], out_dir: Path) -> str:
     """The study's files from the run's records alone; returns its printed summary."""
-    records = measured(load_records(run_dir / EPISODES))
+    return render_study_runs([run_dir], config, out_dir)
+
+
+def render_study_runs(run_dirs: Sequence[Path], config: dict[str, Any], out_dir: Path) -> str:
+    """The study's files from the records of several runs of it (a sweep's shards)."""
+    frames = [measured(load_records(d / EPISODES)) for d in run_dirs]
+    records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     name = str(config["study"])
     return get(name).render(records, config, out_dir, seed=int(config.get("seed", 0)))
 
 
+def shared_study(run_dirs: Sequence[Path]) -> dict[str, Any] | None:
+    """The study config that ``run_dirs`` are shards of (their configs equal but for the
+    shard keys), else None."""
+    configs = [study_config(d) for d in run_dirs]
+    if not configs or any(c is None for c in configs):
+        return None
+    bare = [{k: v for k, v in c.items() if k not in SHARD_KEYS} for c in configs if c]
+    return bare[0] if all(b == bare[0] for b in bare) else None
+
+
+def job_dirs(path: Path) -> list[Path]:
+    """A sweep dir's job dirs (those with records), or the dir itself."""
+    if (path / RUN_FILE).is_file():
+        return [path]
+    return sorted(p.parent for p in path.glob(f"*/{RUN_FILE}") if (p.parent / EPISODES).exists())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command: a study's run dir, or anything the analysis report takes."""
+    """The command: a study's run dir (or a sweep of its shards), or anything the analysis
+    report takes."""
     args = report.build_parser().parse_args(argv)
-    config = study_config(args.dirs[0]) if len(args.dirs) == 1 else None
+    runs = job_dirs(args.dirs[0]) if len(args.dirs) == 1 else []
+    config = shared_study(runs) if runs else None
     if config is None:
         return report.main(argv)
-    run_dir = args.dirs[0]
-    out = args.out or run_dir
-    reference = cells_of(config)[0].label
-    if reference:  # a grid: the summary tables are its reference cell's, as the job wrote
-        df = report.read_runs([run_dir], every_column=True).frame
-        df = df[df["cell"] == reference].reset_index(drop=True)
-        seed = report.resolve_seed(df, args.seed)
-        order = args.planner_order.split(",") if args.planner_order else list(config["planner"])
-        table = report.render(df, out, seed=seed, planner_order=order)
-        print(f"{report.completion_heading(df)} — {out} (cell {reference})\n{table}")
-    else:
-        status = report.main(argv)
-        if status:
-            return status
-    print("\n" + render_study(run_dir, config, out))
+    out = args.out or args.dirs[0]
+    order = [p for p in args.planner_order.split(",") if p] if args.planner_order else None
+    print(write_study(runs, config, out, seed=args.seed, planner_order=order))
     return 0
+
+
+def write_study(
+    runs: Sequence[Path],
+    config: dict[str, Any],
+    out: Path,
+    *,
+    seed: int | None = None,
+    planner_order: Sequence[str] | None = None,
+) -> str:
+    """A study's summary tables and figures (its reference cell's records, as the job wrote
+    them) and its own files, from the records of ``runs``; returns what to print."""
+    reference = cells_of(config)[0].label
+    df = report.read_runs(list(runs), every_column=True).frame
+    if reference:  # a grid: the job's own tables are its reference cell's
+        df = df[df["cell"] == reference].reset_index(drop=True)
+    order = list(planner_order or config["planner"])
+    table = report.render(df, out, seed=report.resolve_seed(df, seed), planner_order=order)
+    where = f" (cell {reference})" if reference else ""
+    heading = f"{report.completion_heading(df)} — {out}{where}\n{table}"
+    return heading + "\n\n" + render_study_runs(runs, config, out)
 
 
 def cli() -> None:

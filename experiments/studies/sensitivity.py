@@ -29,6 +29,7 @@ WORLD_FACTORS = {
     "max_tokens_per_episode": "budget.max_tokens_per_episode",
 }
 VERDICT_MOSTLY = 0.2  # "mostly": the minority ordering in at most this share of decided cells
+PAIR_COLUMNS = ("planner_a", "planner_b", "cells", "a_better", "b_better")
 VERDICTS = ("holds", "mostly", "flips", "tie")  # "tie": no cell decides (equal everywhere)
 
 
@@ -267,6 +268,8 @@ class Sensitivity(Study):
         planners = list(config["planner"])
         table = completion_table(in_grid_order(records, cells))
         verdict = verdicts(table, planners)
+        if verdict.empty:  # one planner: no pair to order (the file keeps its columns)
+            verdict = pd.DataFrame(columns=[*PAIR_COLUMNS, *group_keys(table), "verdict"])
         out_dir.mkdir(parents=True, exist_ok=True)
         table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
         columns = ["planner_a", "planner_b", *group_keys(verdict), "cells", "a_better", "b_better"]
