@@ -1,4 +1,4 @@
-"""Tests for planarena.experiments.analysis.figures: files, colours, Pareto front, and byte-identical output."""
+"""analysis.figures: files, colours, Pareto front, and byte-identical output."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from planarena.experiments.analysis.figures import (
-    EXTRA_COLORS,
     FIGURE_NAMES,
     KNOWN_PLANNER_COLORS,
     OKABE_ITO,
@@ -23,6 +22,7 @@ from planarena.experiments.analysis.figures import (
     time_to_success_figure,
     write_figures,
 )
+from planarena.experiments.analysis.figures.style import EXTRA_COLORS
 
 
 def make_episodes(seed: int = 3) -> pd.DataFrame:
@@ -315,7 +315,7 @@ def test_completion_error_bars_span_the_summary_intervals() -> None:
     """The error bars (one collection per panel) run from each cell's CI low to its CI high,
     one bar and two caps per planner and complexity."""
     from matplotlib.collections import LineCollection, PathCollection
-    from planarena.experiments.analysis.figures import _summary
+    from planarena.experiments.analysis.figures.layout import _summary
 
     df = make_episodes()
     summary = _summary(df, 0, None)

@@ -1,4 +1,4 @@
-"""Tests for planarena.experiments.analysis.metrics: every reported number must be recomputable from raw rows."""
+"""analysis.metrics and analysis.stats: every reported number must be recomputable from raw rows."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def run_dir(small_run_dir: Path) -> Path:
 
 
 def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Textbook Wilson score interval, written out independently of planarena.experiments.analysis.stats."""
+    """Textbook Wilson score interval, written out independently of analysis.stats."""
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))

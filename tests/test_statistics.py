@@ -1,7 +1,8 @@
 """Statistics with the task as the unit, on hand-made record sets whose answer is known.
 
-Every expected number here is computed independently of planarena.experiments.analysis.metrics: closed-form
-Wilson written out below, hand counts, binomial sums, np.repeat for weighted percentiles.
+Every expected number here is computed independently of planarena.experiments.analysis.stats:
+closed-form Wilson written out below, hand counts, binomial sums, np.repeat for weighted
+percentiles.
 """
 
 from __future__ import annotations

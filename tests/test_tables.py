@@ -1,4 +1,4 @@
-"""Tests for planarena.experiments.analysis.tables: files exist, have the promised schema, and are reproducible."""
+"""analysis.tables: files exist, have the promised schema, and are reproducible."""
 
 from __future__ import annotations
 

@@ -7,16 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from planarena.experiments.analysis.trace_view import (
-    EpisodeTrace,
-    action_label,
-    assign_lanes,
-    load_trace,
-    main,
-    plan_graph,
-    render_episode,
-    search_tree,
-)
+from planarena.experiments.analysis.trace_load import EpisodeTrace, load_trace
+from planarena.experiments.analysis.trace_plan import plan_graph
+from planarena.experiments.analysis.trace_timeline import assign_lanes
+from planarena.experiments.analysis.trace_tree import action_label, search_tree
+from planarena.experiments.analysis.trace_view import main, render_episode
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +162,7 @@ def test_synthetic_search_tree_event_and_action_labels() -> None:
 
 
 def test_mcts_nodes_are_coloured_by_value_else_score_else_visits() -> None:
-    from planarena.experiments.analysis.trace_view import node_value, tree_colour_key
+    from planarena.experiments.analysis.trace_tree import node_value, tree_colour_key
 
     nodes = [
         {"node": 0, "parent": None, "action": None, "score": None, "visits": 4, "value_sum": 2.0},

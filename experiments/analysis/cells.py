@@ -83,6 +83,7 @@ def planner_order_of(df: pd.DataFrame, planner_order: Sequence[str] | None) -> l
 
 
 def require_columns(df: pd.DataFrame, columns: Iterable[str]) -> None:
+    """Refuse an episode table without ``columns``, naming the missing ones."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise KeyError(f"episode table is missing required columns: {missing}")

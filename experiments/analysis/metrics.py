@@ -23,7 +23,8 @@ resampling is the **task** (trials of one task are correlated), identified by
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from planarena.experiments.analysis.cells import (
     task_keys,
 )
 from planarena.experiments.analysis.stats import (
+    FloatArray,
     boot_rng,
     km_median,
     percentile,
@@ -174,100 +176,16 @@ def summarize(
     if not by:
         raise ValueError("'by' must name at least one column")
     require_columns(df, (*by, *REQUIRED_SUMMARY_INPUTS))
-    roles = [c for c in ROLE_TOKEN_COLUMNS if c in df.columns]
-
-    # every column the cells read, as one array each (a cell takes its rows by position and
-    # makes them float64): numpy's own numbers without a copy, others converted once
-    def numbers(series: pd.Series) -> npt.NDArray[Any]:
-        raw = series.to_numpy()
-        return raw if raw.dtype.kind in "biuf" else series.to_numpy(dtype=np.float64)
-
-    success_all = success_bool(df["success"])
-    values = {src: numbers(df[src]) for _, src in MEAN_COLUMNS}
-    for src in ("latency_s", "cost_usd", "faults_injected"):
-        values[src] = numbers(df[src])
-    for role in roles:
-        values[role] = numbers(df[role].fillna(0))
-    harness_all = (df["failure_mode"] == "harness_error").to_numpy(dtype=bool)
-    tkeys = [k for k in ("seed", "task_id") if k in df.columns and k not in by]
-    task_all = task_codes(df, tkeys) if tkeys else np.arange(len(df))
-
-    rows: list[dict[str, Any]] = []
-    for key, at in group_positions(df, by):
-        success = success_all[at]
-        n = int(success.size)
-        n_success = int(success.sum())
-        tasks = task_all[at]
-        task_ids, task_index = np.unique(tasks, return_inverse=True)
-        counts = np.bincount(task_index).astype(np.float64)
-        ci_low, ci_high = wilson_interval(n_success, n, confidence)
-        method = "wilson"
-        if counts.max() > 1:
-            method = "task_bootstrap"
-            s_task = np.bincount(task_index, weights=success.astype(np.float64))
-            b_low, b_high = task_bootstrap_ratio(
-                s_task,
-                counts,
-                rng=boot_rng(seed, *key, "completion"),
-                n_boot=n_boot,
-                confidence=confidence,
-            )
-            ci_low, ci_high = min(ci_low, b_low), max(ci_high, b_high)
-        row: dict[str, Any] = dict(zip(by, key, strict=True))
-        row.update(
-            n=n,
-            n_tasks=int(task_ids.size),
-            trials_max=int(counts.max()),
-            successes=n_success,
-            completion_rate=n_success / n,
-            completion_ci_low=ci_low,
-            completion_ci_high=ci_high,
-            completion_ci_method=method,
-        )
-        for out_col, src in MEAN_COLUMNS:
-            row[out_col] = float(np.mean(values[src][at].astype(np.float64)))
-        tokens = values["tokens_total"][at].astype(np.float64)
-        row["tokens_mean_ci_low"], row["tokens_mean_ci_high"] = task_bootstrap_ratio(
-            np.bincount(task_index, weights=tokens),
-            counts,
-            rng=boot_rng(seed, *key, "tokens_mean"),
-            n_boot=n_boot,
-            confidence=confidence,
-        )
-        latency = values["latency_s"][at].astype(np.float64)
-        for q in (50, 99):
-            name = f"latency_p{q}"
-            row[name] = percentile(latency, q)
-            low, high = task_bootstrap_percentile(
-                latency,
-                task_index,
-                q,
-                rng=boot_rng(seed, *key, name),
-                n_boot=n_boot,
-                confidence=confidence,
-            )
-            row[f"{name}_ci_low"] = low
-            row[f"{name}_ci_high"] = high
-        cost = values["cost_usd"][at].astype(np.float64)
-        row["cost_mean"] = float(np.mean(cost))
-        row["harness_errors"] = int(harness_all[at].sum())
-        row["successes_tokens_mean"] = float(tokens[success].mean()) if n_success else math.nan
-        row["successes_cost_mean"] = float(cost[success].mean()) if n_success else math.nan
-        row["successes_latency_p50"] = percentile(latency[success], 50)
-        row["cost_per_success"] = float(cost.sum() / n_success) if n_success else math.nan
-        row["time_to_success_km_median"] = km_median(latency, success)
-        for role in roles:
-            row[f"{role}_mean"] = float(np.mean(values[role][at].astype(np.float64)))
-        faulted = values["faults_injected"][at].astype(np.float64) > 0
-        n_faulted = int(faulted.sum())
-        row["recovery_rate_conditional"] = float(success[faulted].mean()) if n_faulted else math.nan
-        row["n_faulted"] = n_faulted
-        rows.append(row)
-
+    cols = _SummaryInputs.of(df, by)
+    boot = _Boot(seed=seed, n_boot=n_boot, confidence=confidence)
+    rows = [
+        {**dict(zip(by, key, strict=True)), **_cell_summary(cols, at, key, boot)}
+        for key, at in group_positions(df, by)
+    ]
     columns = [
         *by,
         *SUMMARY_COLUMNS,
-        *(f"{r}_mean" for r in roles),
+        *(f"{r}_mean" for r in cols.roles),
         "recovery_rate_conditional",
         "n_faulted",
     ]
@@ -275,6 +193,139 @@ def summarize(
     for col in ("n", "n_tasks", "trials_max", "successes", "harness_errors", "n_faulted"):
         result[col] = result[col].astype("int64")
     return sort_cells(result, by, planner_order=planner_order_of(df, planner_order))
+
+
+@dataclass(frozen=True)
+class _Boot:
+    """How :func:`summarize` bootstraps: the run's seed (each statistic derives its own
+    Generator from it and the cell key), the number of resamples and the confidence."""
+
+    seed: int
+    n_boot: int
+    confidence: float
+
+    def ratio(self, sums: FloatArray, counts: FloatArray, *key: Hashable) -> tuple[float, float]:
+        """:func:`task_bootstrap_ratio` with the Generator of the statistic named by ``key``."""
+        return task_bootstrap_ratio(
+            sums,
+            counts,
+            rng=boot_rng(self.seed, *key),
+            n_boot=self.n_boot,
+            confidence=self.confidence,
+        )
+
+
+@dataclass(frozen=True)
+class _SummaryInputs:
+    """Every column the cells of :func:`summarize` read, as one array each (a cell takes its
+    rows by position and makes them float64): numpy's own numbers without a copy, others
+    converted once."""
+
+    success: npt.NDArray[np.bool_]
+    values: dict[str, npt.NDArray[Any]]
+    roles: list[str]
+    harness: npt.NDArray[np.bool_]
+    task: npt.NDArray[np.intp]
+
+    @classmethod
+    def of(cls, df: pd.DataFrame, by: Sequence[str]) -> _SummaryInputs:
+        """The arrays of ``df``; tasks numbered by the task keys not in ``by``."""
+
+        def numbers(series: pd.Series) -> npt.NDArray[Any]:
+            raw = series.to_numpy()
+            return raw if raw.dtype.kind in "biuf" else series.to_numpy(dtype=np.float64)
+
+        roles = [c for c in ROLE_TOKEN_COLUMNS if c in df.columns]
+        success = success_bool(df["success"])
+        values = {src: numbers(df[src]) for _, src in MEAN_COLUMNS}
+        for src in ("latency_s", "cost_usd", "faults_injected"):
+            values[src] = numbers(df[src])
+        for role in roles:
+            values[role] = numbers(df[role].fillna(0))
+        harness = (df["failure_mode"] == "harness_error").to_numpy(dtype=bool)
+        tkeys = [k for k in ("seed", "task_id") if k in df.columns and k not in by]
+        task = task_codes(df, tkeys) if tkeys else np.arange(len(df))
+        return cls(success, values, roles, harness, task)
+
+    def column(self, name: str, at: npt.NDArray[np.intp]) -> FloatArray:
+        """Column ``name`` at rows ``at``, as float64."""
+        return self.values[name][at].astype(np.float64)
+
+
+def _cell_summary(
+    cols: _SummaryInputs, at: npt.NDArray[np.intp], key: tuple[Hashable, ...], boot: _Boot
+) -> dict[str, Any]:
+    """One cell's :func:`summarize` columns from its rows ``at``."""
+    success = cols.success[at]
+    n = int(success.size)
+    n_success = int(success.sum())
+    task_ids, task_index = np.unique(cols.task[at], return_inverse=True)
+    counts = np.bincount(task_index).astype(np.float64)
+    ci_low, ci_high = wilson_interval(n_success, n, boot.confidence)
+    method = "wilson"
+    if counts.max() > 1:
+        method = "task_bootstrap"
+        s_task = np.bincount(task_index, weights=success.astype(np.float64))
+        b_low, b_high = boot.ratio(s_task, counts, *key, "completion")
+        ci_low, ci_high = min(ci_low, b_low), max(ci_high, b_high)
+    row: dict[str, Any] = dict(
+        n=n,
+        n_tasks=int(task_ids.size),
+        trials_max=int(counts.max()),
+        successes=n_success,
+        completion_rate=n_success / n,
+        completion_ci_low=ci_low,
+        completion_ci_high=ci_high,
+        completion_ci_method=method,
+    )
+    for out_col, src in MEAN_COLUMNS:
+        row[out_col] = float(np.mean(cols.column(src, at)))
+    tokens = cols.column("tokens_total", at)
+    row["tokens_mean_ci_low"], row["tokens_mean_ci_high"] = boot.ratio(
+        np.bincount(task_index, weights=tokens), counts, *key, "tokens_mean"
+    )
+    latency = cols.column("latency_s", at)
+    for q in (50, 99):
+        name = f"latency_p{q}"
+        row[name] = percentile(latency, q)
+        low, high = task_bootstrap_percentile(
+            latency,
+            task_index,
+            q,
+            rng=boot_rng(boot.seed, *key, name),
+            n_boot=boot.n_boot,
+            confidence=boot.confidence,
+        )
+        row[f"{name}_ci_low"] = low
+        row[f"{name}_ci_high"] = high
+    cost = cols.column("cost_usd", at)
+    row["cost_mean"] = float(np.mean(cost))
+    row["harness_errors"] = int(cols.harness[at].sum())
+    row.update(_success_costs(success, n_success, tokens, cost, latency))
+    for role in cols.roles:
+        row[f"{role}_mean"] = float(np.mean(cols.column(role, at)))
+    faulted = cols.column("faults_injected", at) > 0
+    n_faulted = int(faulted.sum())
+    row["recovery_rate_conditional"] = float(success[faulted].mean()) if n_faulted else math.nan
+    row["n_faulted"] = n_faulted
+    return row
+
+
+def _success_costs(
+    success: npt.NDArray[np.bool_],
+    n_success: int,
+    tokens: FloatArray,
+    cost: FloatArray,
+    latency: FloatArray,
+) -> dict[str, float]:
+    """The cost of success columns of :func:`summarize` (completed episodes only)."""
+    return {
+        "successes_tokens_mean": float(tokens[success].mean()) if n_success else math.nan,
+        "successes_cost_mean": float(cost[success].mean()) if n_success else math.nan,
+        "successes_latency_p50": percentile(latency[success], 50),
+        "cost_per_success": float(cost.sum() / n_success) if n_success else math.nan,
+        "time_to_success_km_median": km_median(latency, success),
+    }
 
 
 def seed_spread(summary: pd.DataFrame) -> pd.DataFrame:

@@ -1,12 +1,12 @@
 """``planarena-report``: re-render tables and figures from existing episode records.
 
 Nothing is rerun: the records (``episodes.jsonl``) of one run dir, of a sweep dir holding job
-subdirs, or of several dirs merged, are read as :func:`planarena.experiments.records.store.load` reads them
-and written out as ``summary.md/.csv/.tex`` and ``figures/`` exactly as the runner writes
-them, so a report on a run dir reproduces the runner's files byte for byte. Like the runner,
-it holds only the records' columns the tables and figures read (a chunk of records is parsed
-at a time); the merged ``episodes.parquet`` (``--parquet``, and a sweep's aggregate) is
-copied from the records a row group at a time.
+subdirs, or of several dirs merged, are read as :func:`planarena.experiments.records.runs.load`
+reads them and written out as ``summary.md/.csv/.tex`` and ``figures/`` exactly as the runner writes
+them, so a report on a run dir reproduces the runner's files byte for byte. Like the runner, it
+holds only the records' columns the tables and figures read (a chunk of records is parsed at a
+time); the merged ``episodes.parquet`` (``--parquet``, and a sweep's aggregate) is copied from the
+records a row group at a time.
 
 The bootstrap seed defaults to the records' own ``seed`` (the smallest one if several runs
 with different seeds are merged), which is what the runner used; ``--seed`` overrides it.
@@ -75,9 +75,10 @@ def _job_number(run_dir: Path) -> float:
 
 def report_columns(overrides: Iterable[str | None]) -> list[str]:
     """The record columns a report reads: those the tables and figures read
-    (:data:`~planarena.experiments.analysis.metrics.EPISODE_COLUMNS`) and those the runs' ``overrides`` name
-    (:func:`~planarena.experiments.analysis.metrics.table_columns` keeps them, :func:`with_swept_columns` and
-    :func:`duplicate_episodes` look at them). Every other column is left unparsed."""
+    (:data:`~planarena.experiments.records.columns.EPISODE_COLUMNS`) and those the runs'
+    ``overrides`` name (:func:`~planarena.experiments.analysis.cells.table_columns` keeps them,
+    :func:`with_swept_columns` and :func:`duplicate_episodes` look at them). Every other column is
+    left unparsed."""
     wanted = list(EPISODE_COLUMNS)
     for text in overrides:
         for key in parse_overrides(text):
@@ -104,12 +105,12 @@ def read_runs(
 ) -> Runs:
     """Episodes of every dir, in argument order, then jobs in launch order.
 
-    :func:`planarena.experiments.records.store.record_files` lists a sweep's job dirs lexicographically ("10"
-    before "2"); rows are stably re-sorted by job number (``.hydra/hydra.yaml``), then job dir
-    in natural order, so planners appear in the order the jobs ran, which fixes the row order
-    of every table and figure. Only :func:`report_columns` are kept (repeated strings as
-    categoricals) unless ``every_column``; with ``copies`` (a dir) each records file is also
-    copied whole to Parquet there in the same pass, for :func:`write_episodes_parquet`.
+    :func:`planarena.experiments.records.store.record_files` lists a sweep's job dirs
+    lexicographically ("10" before "2"); rows are stably re-sorted by job number
+    (``.hydra/hydra.yaml``), then job dir in natural order, so planners appear in the order the jobs
+    ran, which fixes the row order of every table and figure. Only :func:`report_columns` are kept
+    (repeated strings as categoricals) unless ``every_column``; with ``copies`` (a dir) each records
+    file is also copied whole to Parquet there in the same pass, for :func:`write_episodes_parquet`.
     """
     if not dirs:
         raise ValueError("give at least one run or sweep dir")
@@ -288,6 +289,7 @@ def warn_duplicates(df: pd.DataFrame) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``planarena-report`` command line."""
     parser = argparse.ArgumentParser(
         prog="planarena-report",
         description="Re-render summary.md/.csv/.tex and figures/ from existing episode records "

@@ -22,9 +22,10 @@ PERCENTILE_METHOD = "linear"
 """numpy percentile method used everywhere (Hyndman & Fan 1996, definition 7)."""
 
 
+# 1 << 19 float64 numbers are 4 MB; smaller chunks also ran faster than larger ones
 BOOT_CHUNK_ELEMENTS = 1 << 19
-"""Bootstrap work arrays hold at most this many numbers (~4 MB of float64) at a time (the
-resamples, and so every interval, do not depend on it; smaller chunks also ran faster)."""
+"""Bootstrap work arrays hold at most this many numbers at a time, so memory does not grow
+with ``n_boot x n`` (the resamples, and so every interval, do not depend on it)."""
 
 
 FloatArray = npt.NDArray[np.float64]
@@ -192,6 +193,8 @@ def resampled_sums(
 
 
 def percentile_interval(stats: FloatArray, confidence: float) -> tuple[float, float]:
+    """The ``(1-confidence)/2`` and ``(1+confidence)/2`` percentiles (type 7) of the finite
+    resampled ``stats``; (nan, nan) when none is finite."""
     stats = stats[np.isfinite(stats)]
     if stats.size == 0:
         return (math.nan, math.nan)

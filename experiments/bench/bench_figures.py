@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
-from planarena.experiments.analysis import figures as F
+from planarena.experiments.analysis.figures import output as F
 from planarena.experiments.records.runs import with_swept_columns
 
 

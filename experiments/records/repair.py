@@ -97,73 +97,86 @@ def repair_run_dir(out_dir: Path, *, rerun_harness_errors: bool = True) -> Repai
     """
     result = Repair()
     episodes, traces = out_dir / EPISODES, out_dir / TRACES
-    wanted: set[tuple[str, str, int, str]] = set()
+    wanted: set[tuple[str, str, int]] = set()
     if episodes.exists():
-        good_end = 0
-        errors: set[int] = set()
-        for number, end, raw in _complete_lines(episodes):
-            if not raw.strip():
-                errors.add(number)
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError:
-                row = None
-            if not isinstance(row, dict) or any(k not in row for k in RECORD_KEYS):
-                raise RecordsError(
-                    f"{episodes}:{number}: not an episode record; move the file aside or run "
-                    "with resume=false"
-                )
-            good_end = end
-            if rerun_harness_errors and runs_again(row):
-                errors.add(number)
-                continue
-            result.done.add(record_key(row))
-            result.spent_usd += float(row.get("cost_usd") or 0.0)
-            wanted.add(_episode_key(row))
-        size = episodes.stat().st_size
-        if errors:
-            _rewrite_without(episodes, errors)
-        elif size > good_end:
-            os.truncate(episodes, good_end)
-        if size > good_end:
-            result.messages.append(
-                f"{episodes}: dropped a torn last line ({size - good_end} bytes)"
-            )
-        if errors:
-            result.messages.append(
-                f"{episodes}: {len(errors)} episode(s) not measured (harness_error, "
-                "infrastructure_error) or cut by the job's cost cap will run again"
-            )
+        wanted = _repair_episodes(episodes, result, rerun_harness_errors)
     if traces.exists():
-        seen: set[tuple[str, str, int, str]] = set()
-        dropped: set[int] = set()
-        prefix_end = 0  # end of the longest run of kept lines from the start
-        kept_after_drop = False
-        last_end = 0
-        for number, end, raw in _complete_lines(traces):
-            last_end = end
-            try:
-                doc = json.loads(raw)
-                key = _episode_key(doc) if isinstance(doc, dict) else None
-            except (json.JSONDecodeError, ValueError, TypeError):
-                key = None
-            if key is not None and key in wanted and key not in seen:
-                seen.add(key)
-                if dropped:
-                    kept_after_drop = True
-                else:
-                    prefix_end = end
-            else:
-                dropped.add(number)
-        size = traces.stat().st_size
-        if kept_after_drop:
-            _rewrite_without(traces, dropped)
-        elif size > prefix_end:  # only the tail goes (the usual case after a kill)
-            os.truncate(traces, prefix_end)
-        if dropped or size > prefix_end:
-            result.messages.append(
-                f"{traces}: dropped {len(dropped)} trace line(s) without a recorded episode"
-                + (" and a torn last line" if size > last_end else "")
-            )
+        _repair_traces(traces, wanted, result)
     return result
+
+
+def _repair_episodes(
+    episodes: Path, result: Repair, rerun_harness_errors: bool
+) -> set[tuple[str, str, int]]:
+    """:func:`repair_run_dir` on ``episodes.jsonl``: fills ``result`` with the kept records,
+    returns the keys their trace lines must have."""
+    wanted: set[tuple[str, str, int]] = set()
+    good_end = 0
+    errors: set[int] = set()
+    for number, end, raw in _complete_lines(episodes):
+        if not raw.strip():
+            errors.add(number)
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict) or any(k not in row for k in RECORD_KEYS):
+            raise RecordsError(
+                f"{episodes}:{number}: not an episode record; move the file aside or run "
+                "with resume=false"
+            )
+        good_end = end
+        if rerun_harness_errors and runs_again(row):
+            errors.add(number)
+            continue
+        result.done.add(record_key(row))
+        result.spent_usd += float(row.get("cost_usd") or 0.0)
+        wanted.add(_episode_key(row))
+    size = episodes.stat().st_size
+    if errors:
+        _rewrite_without(episodes, errors)
+    elif size > good_end:
+        os.truncate(episodes, good_end)
+    if size > good_end:
+        result.messages.append(f"{episodes}: dropped a torn last line ({size - good_end} bytes)")
+    if errors:
+        result.messages.append(
+            f"{episodes}: {len(errors)} episode(s) not measured (harness_error, "
+            "infrastructure_error) or cut by the job's cost cap will run again"
+        )
+    return wanted
+
+
+def _repair_traces(traces: Path, wanted: set[tuple[str, str, int]], result: Repair) -> None:
+    """:func:`repair_run_dir` on ``traces.jsonl``: one line per wanted episode, in file order."""
+    seen: set[tuple[str, str, int]] = set()
+    dropped: set[int] = set()
+    prefix_end = 0  # end of the longest run of kept lines from the start
+    kept_after_drop = False
+    last_end = 0
+    for number, end, raw in _complete_lines(traces):
+        last_end = end
+        try:
+            doc = json.loads(raw)
+            key = _episode_key(doc) if isinstance(doc, dict) else None
+        except (json.JSONDecodeError, ValueError, TypeError):
+            key = None
+        if key is not None and key in wanted and key not in seen:
+            seen.add(key)
+            if dropped:
+                kept_after_drop = True
+            else:
+                prefix_end = end
+        else:
+            dropped.add(number)
+    size = traces.stat().st_size
+    if kept_after_drop:
+        _rewrite_without(traces, dropped)
+    elif size > prefix_end:  # only the tail goes (the usual case after a kill)
+        os.truncate(traces, prefix_end)
+    if dropped or size > prefix_end:
+        result.messages.append(
+            f"{traces}: dropped {len(dropped)} trace line(s) without a recorded episode"
+            + (" and a torn last line" if size > last_end else "")
+        )

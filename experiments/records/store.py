@@ -92,7 +92,7 @@ def load_records(path: str | Path) -> pd.DataFrame:
 
 ROW_GROUP_ROWS = 8 * CHUNK_ROWS
 """Records per Parquet row group :func:`write_parquet` writes (the Arrow chunks of one row
-group are what it holds of the file at once, a few MB)."""
+group are what it holds of the file at once)."""
 
 
 def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
@@ -160,6 +160,7 @@ class _Column:
             self.values = np.empty(size, dtype=object)
 
     def fill(self, at: int, series: pd.Series) -> None:
+        """Put a chunk's values at rows ``at`` onwards."""
         import numpy as np
         import pandas as pd
 
@@ -177,6 +178,7 @@ class _Column:
             self.values[at:end] = series.to_numpy()
 
     def finish(self, n: int) -> Any:
+        """The first ``n`` values as the column of a frame (categories sorted)."""
         import numpy as np
         import pandas as pd
 
@@ -220,6 +222,8 @@ def write_parquet(
     import pyarrow.parquet as pq
     from pandas.api.types import is_object_dtype
 
+    # One function on purpose: the writer, its temporary file and the column buffers are
+    # one piece of state that the ``finally`` below closes and unlinks whichever chunk fails.
     path = Path(path)
     dest = None if dest is None else Path(dest)
     wanted = None if columns is None else set(columns)
