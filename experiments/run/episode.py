@@ -153,136 +153,6 @@ def _exposure(env: Env, task: Task, rules: Sequence[FaultRule], keys: tuple[Any,
     return exposure
 
 
-async def _play(
-    *,
-    planner_name: str,
-    planner: Planner,
-    env: Env,
-    task: Task,
-    backend: LLMBackend,
-    llm_label: str,
-    faults_label: str = "custom",
-    models: Mapping[str, ModelProfile],
-    rules: Sequence[FaultRule],
-    seed: int,
-    trial: int,
-    budget: Budget | None = None,
-    config_id: str = "",
-    concurrent_llm_calls: bool = True,
-    redraw_faults: bool = False,
-    cost_gate: SpendGate | None = None,
-    cell: Mapping[str, Any] | None = None,
-) -> tuple[EpisodeRecord, dict[str, Any]]:
-    """Play one episode (``cost_gate``: the job's cost cap). A failure of the LLM endpoint is
-    an ``infrastructure_error``; any other exception that is not an agent-level failure is a
-    ``harness_error`` (our bug)."""
-    wall0 = time.perf_counter()
-    # The world (faults, latencies) of a task is the same in every trial unless asked to
-    # redraw it: trials then differ only by the model's samples, as when an agent is rerun on
-    # the same environment (pass^k). The LLM's draws always include the trial.
-    world_keys = (seed, task.env, task.task_id, *((trial,) if redraw_faults else ()))
-    trace: list[dict[str, Any]] = []
-    episode_tools = env.make_tools(task, rules=rules, seed_keys=world_keys)
-    llm = EpisodeLLM(backend, models, trace=trace, budget=budget, cost_gate=cost_gate)
-    exposure = _exposure(env, task, rules, world_keys)
-    sim_clock = clock.SimClock()
-    error = ""
-    try:
-        with (
-            clock.use_clock(sim_clock),
-            clock.use_concurrency(concurrent_llm_calls),
-            use_gather(clock.gather),
-        ):
-            view = TaskView(task.task_id, task.goal, derive_seed(seed, trial, planner_name))
-            try:
-                result = await planner.run(view, episode_tools.toolbox, llm)
-            except BudgetExhausted as exc:  # the same clean stop for every planner
-                trace.append({"event": "budget_exhausted", "detail": str(exc)})
-                stop = "job_cost_cap" if isinstance(exc, JobBudgetExhausted) else "budget"
-                result = PlannerResult(None, stop, str(exc))
-        grade = env.grade(task, result.answer, episode_tools.calls)
-        mode = classify(result, grade, episode_tools.calls, task)
-    except EndpointError as exc:  # the LLM endpoint failed, not the agent: measured on resume
-        error = str(exc)
-        trace.append({"event": INFRASTRUCTURE_ERROR, "error": error})
-        result = PlannerResult(None, "gave_up", error)
-        grade = Grade(False, 0.0, detail="infrastructure error: not measured")
-        mode = INFRASTRUCTURE_ERROR
-    except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
-        error = f"{type(exc).__name__}: {exc}"
-        trace.append(
-            {"event": "harness_error", "error": error, "traceback": traceback.format_exc(limit=8)}
-        )
-        result = PlannerResult(None, "gave_up", error)
-        grade = Grade(False, 0.0, detail="harness error")
-        mode = "harness_error"
-    usage = llm.usage
-    calls = episode_tools.calls
-    record = EpisodeRecord(
-        planner=planner_name,
-        env=task.env,
-        complexity=task.complexity,
-        task_id=task.task_id,
-        seed=seed,
-        trial=trial,
-        llm=llm_label,
-        faults=faults_label,
-        config_id=config_id,
-        success=grade.success,
-        progress=round(grade.progress, 6),
-        failure_mode=mode,
-        stop_reason=mode if error else result.stop,
-        tokens_prompt=usage.prompt_tokens,
-        tokens_completion=usage.completion_tokens,
-        tokens_total=usage.prompt_tokens + usage.completion_tokens,
-        **{f"tokens_{role}": usage.by_role[role] for role in ROLES},
-        llm_calls=usage.calls,
-        llm_requests=usage.requests,
-        cache_hits=usage.cache_hits,
-        tokenizer=usage.tokenizer,
-        tokens_o200k=usage.o200k_tokens,
-        llm_queue_s=round(usage.queue_s, 6),
-        tool_calls=len(calls),
-        tool_errors=sum(not c.ok for c in calls),
-        faults_injected=episode_tools.faults.injected,
-        retries=result.stats.retries,
-        fallbacks=result.stats.fallbacks,
-        replans=result.stats.replans,
-        skipped_steps=result.stats.skipped_steps,
-        backtracks=result.stats.backtracks,
-        plan_repairs=result.stats.plan_repairs,
-        postcondition_catches=result.stats.postcondition_catches,
-        checked_calls=result.stats.checked_successes,
-        exposed_faults="+".join(exposure),
-        latency_s=round(sim_clock.now, 6),
-        cost_usd=None if usage.total_cost_usd is None else round(usage.total_cost_usd, 8),
-        detail=(error or result.detail)[:300],
-        wall_s=round(time.perf_counter() - wall0, 6),
-        **(cell or {}),  # a study cell's label and parameters, after the fixed keys
-    )
-    trace_doc = {
-        "planner": planner_name,
-        "task_id": task.task_id,
-        "trial": trial,
-        **({"cell": cell["cell"]} if cell else {}),
-        "grade": grade.detail,
-        "events": trace,
-        "tool_calls": [
-            {
-                "tool": c.tool,
-                "args": c.args,
-                "t0": c.t_start,
-                "t1": c.t_end,
-                "ok": c.ok,
-                "error_kind": c.error_kind,
-                "injected": c.injected,
-            }
-            for c in calls
-        ],
-    }
-    return record, trace_doc
-
-
 class EpisodeJob(Protocol):
     """What :func:`run_episode` needs of a job: which planner, env, task and trial, and the
     cell of a study (0 in a plain run). :class:`planarena.experiments.run.jobs.Job` is one."""
@@ -333,36 +203,160 @@ class EpisodeContext:
     plain run, whose records then carry no cell keys."""
 
 
+@dataclass
+class _Outcome:
+    """How a played episode ended: the planner's result, the grade, the failure mode, and
+    the error of an episode that was not the agent's to fail (empty otherwise)."""
+
+    result: PlannerResult
+    grade: Grade
+    mode: str
+    error: str = ""
+
+
+async def _play(
+    ctx: EpisodeContext, job: EpisodeJob, task: Task, episode_tools: Any, llm: EpisodeLLM,
+    sim_clock: clock.SimClock, trace: list[dict[str, Any]],
+) -> _Outcome:  # fmt: skip
+    """The planner on the task, graded. A failure of the LLM endpoint is an
+    ``infrastructure_error``; any other exception that is not an agent-level failure is a
+    ``harness_error`` (our bug)."""
+    env = ctx.envs[job.env_name]
+    try:
+        with (
+            clock.use_clock(sim_clock),
+            clock.use_concurrency(ctx.concurrent_llm_calls),
+            use_gather(clock.gather),
+        ):
+            seed = derive_seed(ctx.seed, job.trial, job.planner_name)
+            view = TaskView(task.task_id, task.goal, seed)
+            try:
+                planner = ctx.planners[job.planner_name]
+                result = await planner.run(view, episode_tools.toolbox, llm)
+            except BudgetExhausted as exc:  # the same clean stop for every planner
+                trace.append({"event": "budget_exhausted", "detail": str(exc)})
+                stop = "job_cost_cap" if isinstance(exc, JobBudgetExhausted) else "budget"
+                result = PlannerResult(None, stop, str(exc))
+        grade = env.grade(task, result.answer, episode_tools.calls)
+        return _Outcome(result, grade, classify(result, grade, episode_tools.calls, task))
+    except EndpointError as exc:  # the LLM endpoint failed, not the agent: measured on resume
+        error = str(exc)
+        trace.append({"event": INFRASTRUCTURE_ERROR, "error": error})
+        grade = Grade(False, 0.0, detail="infrastructure error: not measured")
+        return _Outcome(PlannerResult(None, "gave_up", error), grade, INFRASTRUCTURE_ERROR, error)
+    except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
+        error = f"{type(exc).__name__}: {exc}"
+        trace.append(
+            {"event": "harness_error", "error": error, "traceback": traceback.format_exc(limit=8)}
+        )
+        grade = Grade(False, 0.0, detail="harness error")
+        return _Outcome(PlannerResult(None, "gave_up", error), grade, "harness_error", error)
+
+
+def _record(
+    ctx: EpisodeContext, job: EpisodeJob, task: Task, end: _Outcome, usage: Any,
+    episode_tools: Any, exposure: Sequence[str], latency: float, wall0: float,
+) -> EpisodeRecord:  # fmt: skip
+    """The episode's line of ``episodes.jsonl``, its keys in the file's order."""
+    calls = episode_tools.calls
+    result, stats = end.result, end.result.stats
+    return EpisodeRecord(
+        planner=job.planner_name,
+        env=task.env,
+        complexity=task.complexity,
+        task_id=task.task_id,
+        seed=ctx.seed,
+        trial=job.trial,
+        llm=ctx.llm_label,
+        faults=ctx.faults_label,
+        config_id=ctx.config_id,
+        success=end.grade.success,
+        progress=round(end.grade.progress, 6),
+        failure_mode=end.mode,
+        stop_reason=end.mode if end.error else result.stop,
+        tokens_prompt=usage.prompt_tokens,
+        tokens_completion=usage.completion_tokens,
+        tokens_total=usage.prompt_tokens + usage.completion_tokens,
+        **{f"tokens_{role}": usage.by_role[role] for role in ROLES},
+        llm_calls=usage.calls,
+        llm_requests=usage.requests,
+        cache_hits=usage.cache_hits,
+        tokenizer=usage.tokenizer,
+        tokens_o200k=usage.o200k_tokens,
+        llm_queue_s=round(usage.queue_s, 6),
+        tool_calls=len(calls),
+        tool_errors=sum(not c.ok for c in calls),
+        faults_injected=episode_tools.faults.injected,
+        retries=stats.retries,
+        fallbacks=stats.fallbacks,
+        replans=stats.replans,
+        skipped_steps=stats.skipped_steps,
+        backtracks=stats.backtracks,
+        plan_repairs=stats.plan_repairs,
+        postcondition_catches=stats.postcondition_catches,
+        checked_calls=stats.checked_successes,
+        exposed_faults="+".join(exposure),
+        latency_s=round(latency, 6),
+        cost_usd=None if usage.total_cost_usd is None else round(usage.total_cost_usd, 8),
+        detail=(end.error or result.detail)[:300],
+        wall_s=round(time.perf_counter() - wall0, 6),
+        **ctx.cell,  # a study cell's label and parameters, after the fixed keys
+    )
+
+
+def _trace_doc(
+    ctx: EpisodeContext, job: EpisodeJob, task: Task, end: _Outcome, trace: list[dict[str, Any]],
+    calls: Sequence[ToolCallRecord],
+) -> dict[str, Any]:  # fmt: skip
+    """The episode's line of ``traces.jsonl``."""
+    return {
+        "planner": job.planner_name,
+        "task_id": task.task_id,
+        "trial": job.trial,
+        **({"cell": ctx.cell["cell"]} if ctx.cell else {}),
+        "grade": end.grade.detail,
+        "events": trace,
+        "tool_calls": [
+            {
+                "tool": c.tool,
+                "args": c.args,
+                "t0": c.t_start,
+                "t1": c.t_end,
+                "ok": c.ok,
+                "error_kind": c.error_kind,
+                "injected": c.injected,
+            }
+            for c in calls
+        ],
+    }
+
+
 async def run_episode(
     ctx: EpisodeContext, job: EpisodeJob, *, cost_gate: SpendGate | None = None
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
-    """The one way an episode runs: ``job``'s planner on its task under ``ctx``. A failure of
-    the LLM endpoint is an ``infrastructure_error``; any other exception that is not an
-    agent-level failure is a ``harness_error`` (our bug)."""
+    """The one way an episode runs: ``job``'s planner on its task under ``ctx``, graded and
+    recorded by one set of rules for every planner (``cost_gate``: the job's cost cap)."""
+    wall0 = time.perf_counter()
     env = ctx.envs[job.env_name]
     task = job.task
     # the LLM stream is keyed by (seed, env, task, trial) and each request: same prompt,
     # same answer, whichever planner sends it
     seed_keys = (ctx.seed, task.env, task.task_id, job.trial)
-    return await _play(
-        planner_name=job.planner_name,
-        planner=ctx.planners[job.planner_name],
-        env=env,
-        task=task,
-        backend=ctx.backend_for(env, task, seed_keys),
-        llm_label=ctx.llm_label,
-        faults_label=ctx.faults_label,
-        models=ctx.models,
-        rules=ctx.rules,
-        seed=ctx.seed,
-        trial=job.trial,
-        budget=ctx.budget,
-        config_id=ctx.config_id,
-        concurrent_llm_calls=ctx.concurrent_llm_calls,
-        redraw_faults=ctx.redraw_faults,
-        cost_gate=cost_gate,
-        cell=ctx.cell,
+    # The world (faults, latencies) of a task is the same in every trial unless asked to
+    # redraw it: trials then differ only by the model's samples, as when an agent is rerun on
+    # the same environment (pass^k). The LLM's draws always include the trial.
+    world_keys = (ctx.seed, task.env, task.task_id, *((job.trial,) if ctx.redraw_faults else ()))
+    trace: list[dict[str, Any]] = []
+    episode_tools = env.make_tools(task, rules=ctx.rules, seed_keys=world_keys)
+    backend = ctx.backend_for(env, task, seed_keys)
+    llm = EpisodeLLM(backend, ctx.models, trace=trace, budget=ctx.budget, cost_gate=cost_gate)
+    exposure = _exposure(env, task, ctx.rules, world_keys)
+    sim_clock = clock.SimClock()
+    end = await _play(ctx, job, task, episode_tools, llm, sim_clock, trace)
+    record = _record(
+        ctx, job, task, end, llm.usage, episode_tools, exposure, sim_clock.now, wall0
     )
+    return record, _trace_doc(ctx, job, task, end, trace, episode_tools.calls)
 
 
 async def run_one(

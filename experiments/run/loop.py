@@ -137,6 +137,9 @@ async def run_jobs(
     With ``budget.max_cost_usd`` the job's cost (``spent_usd`` already recorded, then each
     episode in job order) is capped (:mod:`planarena.experiments.run.cost_cap`); reaching it
     raises :class:`CostCapReached` once every record it allows is written."""
+    # Long on purpose: the four ways of running (worker processes, in order, concurrent, and
+    # each under the cost cap) share one writer, one guard and one progress bar, and the
+    # closures below keep that state in one place instead of threading it through helpers.
     llm_cfg = OmegaConf.to_container(cfg.llm, resolve=True)
     assert isinstance(llm_cfg, dict)
     backend_kind = str(llm_cfg.get("backend", "sim"))

@@ -224,6 +224,8 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     (``budget.max_cost_usd``; the tables hold the episodes recorded); 130 interrupted (4: a
     bug of ours in a sweep job, which :func:`app` records so the sweep goes on).
     """
+    # One function from validation to tables on purpose: each stop (an exception class)
+    # maps to one exit status and one line, and the lock is released on every path.
     lock: RunLock | None = None
     capped: CostCapReached | None = None
     try:

@@ -147,6 +147,37 @@ def _fmt_p99(r: pd.Series) -> str:
     return f"{r['latency_p99']:.0f} s [{r['p99_ci_low']:.0f}, {r['p99_ci_high']:.0f}]"
 
 
+def _against_article(
+    env: str, part: pd.DataFrame, bests: dict[str, tuple[str, list[str]]]
+) -> str:
+    """One line: where the article's pick for ``env`` stands by each metric ("" when the
+    article picks nothing for it)."""
+    pick = ARTICLE_PICK.get(env)
+    if pick is None:
+        return ""
+    if pick not in set(part["planner"]):
+        return f"- {env}: the article's pick ({pick}) was not in this run."
+    said = []
+    for metric, (best, tied) in bests.items():
+        if best == pick:
+            said.append(f"best by {metric}")
+        elif pick in tied:
+            said.append(f"not separable from the best ({best}) by {metric}")
+        else:
+            said.append(f"behind {best} by {metric}")
+    verdict = (
+        "agrees (best by completion)"
+        if said[0].startswith("best")
+        else "consistent (not separated from the best by completion at this n)"
+        if said[0].startswith("not separable")
+        else "disagrees (separably behind the best by completion)"
+    )
+    return (
+        f"- **{env}** — article: {ARTICLE_WHY[env]}. Measured: {pick} is "
+        f"{'; '.join(said)}. Verdict: {verdict}."
+    )
+
+
 def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: int) -> str:
     """Write ``scenarios.md`` and ``scenarios.csv``; return the markdown."""
     del container
@@ -193,31 +224,9 @@ def render(df: pd.DataFrame, container: dict[str, Any], out_dir: Path, *, seed: 
             extra = f" (not separable: {', '.join(tied)})" if tied else " (separable from all)"
             lines.append(f"- best by {metric}: **{best}**{extra}")
         lines.append("")
-        pick = ARTICLE_PICK.get(str(env))
-        if pick is None:
-            continue
-        if pick not in set(part["planner"]):
-            verdicts.append(f"- {env}: the article's pick ({pick}) was not in this run.")
-            continue
-        said = []
-        for metric, (best, tied) in bests.items():
-            if best == pick:
-                said.append(f"best by {metric}")
-            elif pick in tied:
-                said.append(f"not separable from the best ({best}) by {metric}")
-            else:
-                said.append(f"behind {best} by {metric}")
-        verdict = (
-            "agrees (best by completion)"
-            if said[0].startswith("best")
-            else "consistent (not separated from the best by completion at this n)"
-            if said[0].startswith("not separable")
-            else "disagrees (separably behind the best by completion)"
-        )
-        verdicts.append(
-            f"- **{env}** — article: {ARTICLE_WHY[str(env)]}. Measured: {pick} is "
-            f"{'; '.join(said)}. Verdict: {verdict}."
-        )
+        verdict = _against_article(str(env), part, bests)
+        if verdict:
+            verdicts.append(verdict)
     if verdicts:
         lines += ["## Against the article's recommendation", "", *verdicts, ""]
         lines.append(
