@@ -301,6 +301,7 @@ class TraceLine(_Strict):
     planner: str
     task_id: str
     trial: int
+    cell: str | None = None  # a study cell's label (absent in a plain run)
     grade: str
     events: list[Event]
     tool_calls: list[ToolCall]
