@@ -3,7 +3,12 @@ the command line is refused in one line."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -11,29 +16,184 @@ from omegaconf import OmegaConf
 from planarena.configs import CONFIG_DIR
 
 CHECKED_GROUPS = ("planner", "env", "llm", "faults", "experiment")
-"""Config groups whose options are this package's files: a typo in one is refused with one
-line before Hydra composes (Hydra's own error is a block of text, and for the optional
-``experiment`` group no error at all: the job ran without it)."""
+"""Config groups whose options are files of the config search path: a typo in one is refused
+with one line before Hydra composes (Hydra's own error is a block of text, and for the
+optional ``experiment`` group no error at all: the job ran without it)."""
+
+PACKAGED_GROUPS = ("planner", "env")
+"""Groups whose options each sit at ``<group>.<option>`` (``# @package planner.react``); the
+other groups' chosen option is the whole ``<group>`` node."""
+
+_VALUE_FLAGS = ("-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name")
+"""Hydra's flags that take a value (``-cd DIR`` or ``-cd=DIR``): the value is no override."""
+
+_OWN_PRIMARY = ("-cp", "--config-path", "-cn", "--config-name")
+"""Flags that replace the root config: its keys are then not planarena's (left to Hydra)."""
 
 
-def group_options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+@dataclass(frozen=True)
+class SearchPath:
+    """The config dirs Hydra will read, in its order: planarena's own tree, then a
+    ``--config-dir``, then the ``hydra.searchpath`` entries (plugin trees among them).
+    ``complete`` is False when an entry could not be read here (a package that is not
+    importable, a schema other than ``pkg``/``file``): an option missing from ``dirs`` may
+    then still exist, and only Hydra can tell."""
+
+    dirs: tuple[Traversable, ...]
+    complete: bool = True
+
+    def options(self, group: str) -> list[str]:
+        """Every option of ``group`` on the path (each once)."""
+        names = {
+            f.name[: -len(".yaml")]
+            for d in self.dirs
+            for f in _children(d.joinpath(group))
+            if f.name.endswith(".yaml") and f.is_file()
+        }
+        return sorted(names)
+
+    def option_file(self, group: str, option: str) -> Traversable | None:
+        """The file Hydra reads for ``group=option``: the first dir's that has one."""
+        for d in self.dirs:
+            f = d.joinpath(group, f"{option}.yaml") if group else d.joinpath(f"{option}.yaml")
+            if f.is_file():
+                return f
+        return None
+
+
+def _children(d: Traversable) -> Iterator[Traversable]:
+    return d.iterdir() if d.is_dir() else iter(())
+
+
+def resolve_entry(entry: str) -> Traversable | None:
+    """The dir a search-path entry names (``pkg://x.y`` through importlib.resources, as
+    Hydra reads it; ``file://path`` or a plain path, relative to the working dir), or None
+    when it cannot be read here."""
+    scheme, sep, rest = entry.partition("://")
+    if not sep:
+        scheme, rest = "file", entry
+    if scheme == "file":
+        path = Path(rest)
+        return path if path.is_dir() else None
+    if scheme != "pkg":
+        return None
+    package = rest.replace("/", ".").rstrip(".")
+    try:
+        found = resources.files(package)
+    except Exception:  # noqa: BLE001 - not importable (or broken): Hydra says it is unavailable
+        return None
+    return found if found.joinpath("__init__.py").is_file() else None  # Hydra requires it
+
+
+def search_path(args: Sequence[str]) -> SearchPath:
+    """The config search path a command line gives Hydra (planarena's tree first)."""
+    entries: list[str] = []
+    complete = True
+    overrides, flags = split_args(args)
+    for flag, value in flags:
+        if flag in ("-cd", "--config-dir"):
+            if value is None:
+                complete = False
+            else:
+                entries.append(os.path.abspath(value))
+    for arg in overrides:
+        key = arg.split("=", 1)[0].lstrip("+~")
+        if key != "hydra.searchpath":
+            continue
+        value = _searchpath_entries(arg)
+        if value is None:
+            complete = False
+        else:
+            entries += value
+        break  # Hydra reads the first one only
+    dirs: list[Traversable] = [CONFIG_DIR]
+    for entry in entries:
+        found = resolve_entry(entry)
+        if found is None:
+            complete = False
+        else:
+            dirs.append(found)
+    return SearchPath(tuple(dirs), complete)
+
+
+def _searchpath_entries(arg: str) -> list[str] | None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        (parsed,) = OverridesParser.create().parse_overrides([arg])
+    except Exception:  # noqa: BLE001 - a syntax error: Hydra's to report
+        return None
+    value = parsed.value()
+    if parsed.is_sweep_override() or not isinstance(value, list):
+        return None
+    return [str(v) for v in value]
+
+
+def split_args(args: Sequence[str]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """(the overrides of a command line, its value-taking flags with their values). A flag's
+    value is never read as an override (``-cd a=b``)."""
+    overrides: list[str] = []
+    flags: list[tuple[str, str | None]] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        i += 1
+        flag, eq, value = arg.partition("=")
+        if flag in _VALUE_FLAGS:
+            if not eq:
+                value = items[i] if i < len(items) else ""
+                i += 1
+            flags.append((flag, value or None))
+        elif arg.startswith(("-cd", "--config-dir")):  # a spelling not read here (-cdDIR)
+            flags.append(("-cd", None))
+        elif not arg.startswith("-") and "=" in arg:
+            overrides.append(arg)
+    return overrides, flags
+
+
+def active_search_path() -> SearchPath:
+    """The search path of the running job (read from Hydra's ``runtime.config_sources``), or
+    outside a job planarena's tree and the installed plugin trees."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        from planarena.experiments.run.plugins import plugin_searchpath
+
+        return search_path([f"hydra.searchpath=[{','.join(plugin_searchpath())}]"])
+    dirs: list[Traversable] = []
+    complete = True
+    for source in HydraConfig.get().runtime.config_sources:
+        if source.provider in ("hydra", "schema") or source.schema == "structured":
+            continue
+        found = resolve_entry(f"{source.schema}://{source.path}")
+        if found is None:
+            complete = False
+        else:
+            dirs.append(found)
+    return SearchPath(tuple(dirs), complete)
+
+
+def group_options(group: str, path: SearchPath | None = None) -> list[str]:
+    """The options of ``group`` on ``path`` (default: :func:`active_search_path`)."""
+    return (path or active_search_path()).options(group)
 
 
 def unknown_group_choice(args: Sequence[str]) -> str | None:
     """``group=value: ...`` for the first command-line choice of a config group that names no
-    config file (a sweep's values and ``[a,b]`` lists each checked), else None. Skipped when
-    the config search path is extended (other config dirs may hold the option)."""
-    if any("searchpath" in a or a.startswith(("-cd", "--config-dir", "-cp")) for a in args):
+    config file on the search path (a sweep's values and ``[a,b]`` lists each checked), else
+    None. Left to Hydra when part of the search path cannot be read here."""
+    if any(f in _OWN_PRIMARY for f, _ in split_args(args)[1]):
         return None
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import Glob
 
-    overrides = [a for a in args if not a.startswith("-") and "=" in a]
+    overrides, _ = split_args(args)
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
         return None
+    path: SearchPath | None = None
     for o in parsed:
         group = o.key_or_group
         if group not in CHECKED_GROUPS or o.is_delete():
@@ -45,16 +205,32 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
         else:
             value = o.value()
             values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-        options = group_options(group)
+        path = path or search_path(args)
+        options = path.options(group)
         for v in values:
-            if v not in options and not (group == "experiment" and v == "null"):
-                return f"{group}={v}: no such {group} config; choose from {', '.join(options)}"
+            if v in options and group in PACKAGED_GROUPS:
+                problem = _unpackaged(path, group, v)
+                if problem is not None:
+                    return problem
+            if v in options or (group == "experiment" and v == "null"):
+                continue
+            if not path.complete:
+                return None  # a dir Hydra will read and we cannot may hold it
+            return f"{group}={v}: no such {group} config; choose from {', '.join(options)}"
     return None
 
 
-PACKAGED_GROUPS = ("planner", "env")
-"""Groups whose options each sit at ``<group>.<option>`` (``# @package planner.react``); the
-other groups' chosen option is the whole ``<group>`` node."""
+def _unpackaged(path: SearchPath, group: str, option: str) -> str | None:
+    """The line refusing a planner or env option file without a ``# @package`` line: its
+    keys would land in ``<group>`` itself, where the runner takes each key for an option
+    (Hydra composes it; the job then stops on ``_target_``)."""
+    found = path.option_file(group, option)
+    if found is None or _package_of(found):
+        return None
+    return (
+        f"{group}={option}: {found} has no '# @package {group}.{option}' first line; "
+        f"without it its keys land in {group} itself"
+    )
 
 
 def unknown_key_override(args: Sequence[str]) -> str | None:
@@ -62,16 +238,15 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     (``n_taks=3``, ``planner.react.paralel=true``), naming the keys it could have meant;
     Hydra refuses these after composing, in a block of text, with exit status 1.
 
-    Checked before Hydra composes, from the config files: the root config's keys, the
+    Checked before Hydra composes, from the config files of the search path (planarena's,
+    a ``--config-dir``, ``hydra.searchpath`` and plugin trees): the root config's keys, the
     group option files' keys, and those of a chosen experiment (which may add keys and
     choose options). Only a key that certainly does not exist is refused; anything this
-    cannot settle (Hydra's own keys, an option with no file here, a key inside a value, an
-    extended search path) is left to Hydra. ``+key=`` adds a key and is checked after
-    composing, against the schema."""
-    if any("searchpath" in a or a.startswith(("-cd", "--config-dir", "-cp")) for a in args):
-        return None
-    overrides = [a for a in args if not a.startswith("-") and "=" in a]
-    if not overrides:
+    cannot settle (Hydra's own keys, an option with no file here, a key inside a value, a
+    file whose ``# @package`` puts its keys elsewhere, another root config) is left to
+    Hydra. ``+key=`` adds a key and is checked after composing, against the schema."""
+    overrides, flags = split_args(args)
+    if not overrides or any(f in _OWN_PRIMARY for f, _ in flags):
         return None
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -79,6 +254,7 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
         return None
+    sp = search_path(args)
     chosen = {"llm": "sim", "faults": "default"}  # config.yaml's defaults
     given = {
         o.key_or_group: o.value()
@@ -90,9 +266,9 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     known = _option_keys_at(CONFIG_DIR / "config.yaml")
     experiment = given.pop("experiment", None)
     if experiment not in (None, "null"):
-        path = CONFIG_DIR / "experiment" / f"{experiment}.yaml"
-        if not path.is_file():
-            return None  # refused elsewhere, by name
+        path = sp.option_file("experiment", str(experiment))
+        if path is None or _package_of(path) != "_global_":
+            return None  # refused elsewhere by name, or keys placed where we cannot tell
         known.update(_option_keys_at(path))
         chosen.update(_experiment_choices(path))
     chosen.update(given)
@@ -110,17 +286,22 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
                     o.input_line, head, "", {**known, **dict.fromkeys(CHECKED_GROUPS)}
                 )
             continue  # Hydra's own settings; a root key; a group choice (checked by name)
+        group_file: Traversable | None
         if head in PACKAGED_GROUPS:
             option, *path = path
             where = f"{head}.{option}"
-            group_file = CONFIG_DIR / head / f"{option}.yaml"
+            group_file = sp.option_file(head, option)
+            if group_file is not None and _package_of(group_file) != where:
+                continue  # its keys sit elsewhere: Hydra's to judge
         elif head in ("llm", "faults"):
             where, note = head, f" (with {head}={chosen[head]})"
-            group_file = CONFIG_DIR / head / f"{chosen[head]}.yaml"
+            group_file = sp.option_file(head, chosen[head])
+            if group_file is not None and _package_of(group_file) not in ("", head):
+                continue
         else:
             where, group_file = "", None
-        if group_file is not None:
-            if not group_file.is_file() or not path:
+        if head in PACKAGED_GROUPS or head in ("llm", "faults"):
+            if group_file is None or not path:
                 continue  # an option with no file here, or the whole option replaced
             node: Any = _option_keys_at(group_file)
         else:
@@ -135,15 +316,34 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     return None
 
 
-def _option_keys_at(path: Path) -> dict[str, Any]:
+def _package_of(path: Traversable) -> str:
+    """A config file's ``# @package``, read as Hydra reads its header (the ``# @key value``
+    lines before any other line of the first 512 characters); "" when it has none."""
+    with path.open("r", encoding="utf-8") as fh:
+        head = fh.read(512)
+    for line in head.splitlines():
+        text = line.strip()
+        if not text:
+            continue
+        if not re.match(r"^#\s*@", text):
+            break
+        key, _, value = text.lstrip("#").strip().partition(" ")
+        if key == "@package":
+            return value.strip()
+    return ""
+
+
+def _option_keys_at(path: Traversable) -> dict[str, Any]:
     """What a config file puts in the config: its keys but its defaults list."""
-    node = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    with path.open("r", encoding="utf-8") as fh:
+        node = OmegaConf.to_container(OmegaConf.load(fh), resolve=False)
     return {k: v for k, v in node.items() if k != "defaults"} if isinstance(node, dict) else {}
 
 
-def _experiment_choices(path: Path) -> dict[str, str]:
+def _experiment_choices(path: Traversable) -> dict[str, str]:
     """The llm and faults options an experiment file chooses (``override /llm: sim``)."""
-    defaults = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    with path.open("r", encoding="utf-8") as fh:
+        defaults = OmegaConf.to_container(OmegaConf.load(fh), resolve=False)
     out = {}
     entries = defaults.get("defaults", []) if isinstance(defaults, dict) else []
     for entry in entries if isinstance(entries, list) else []:
@@ -180,5 +380,3 @@ def secret_on_command_line(args: Sequence[str]) -> str | None:
         if problem is not None:
             return problem
     return None
-
-
