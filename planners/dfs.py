@@ -27,6 +27,7 @@ from planarena.planners.formats import (
     render_candidates,
 )
 from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.params import Count, Ratio, Times, ToolCalling, checked
 from planarena.planners.prompts import react_system
 from planarena.planners.search_support import record_tree
@@ -127,6 +128,7 @@ class _ExecutionTree:
         text = await self.llm.complete(
             [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
             role="planner",
+            kind=RequestKind.PROPOSE_ACTIONS,
             tools=self.tools.catalogue() if self.native else None,
         )
         notes: list[str] = []
@@ -140,6 +142,7 @@ class _ExecutionTree:
         verdict = await self.llm.complete(
             [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
             role="evaluator",
+            kind=RequestKind.RATE_CANDIDATES,
         )
         scores = parse_scores(verdict, len(candidates))
         best = max(scores)

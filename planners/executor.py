@@ -20,6 +20,7 @@ from planarena.planners.base import PlannerResult, PlannerStats, StopReason
 from planarena.planners.conditions import ConditionError, evaluate_condition
 from planarena.planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
 from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planarena.planners.prompts import REPLAN_USER, plan_system
 from planarena.search import topological_layers
@@ -103,7 +104,7 @@ class PlanExecutor:
                         "Write a corrected plan.",
                     },
                 ]
-            text = await self.llm.complete(messages, role="planner")
+            text = await self.llm.complete(messages, role="planner", kind=RequestKind.PLAN)
             try:
                 plan = parse_plan(text, self.names)
             except PlanError as err:
@@ -174,7 +175,7 @@ class PlanExecutor:
             {"role": "system", "content": plan_system(self.tools.catalogue())},
             {"role": "user", "content": prompt},
         ]
-        text = await self.llm.complete(messages, role="replanner")
+        text = await self.llm.complete(messages, role="replanner", kind=RequestKind.REVISE_PLAN)
         done = [sid for sid, st in self.status.items() if st == "success"]
         try:
             plan = parse_plan(text, self.names, completed=done)

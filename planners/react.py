@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from planarena.envs.tools import Toolbox, ToolError
+from collections.abc import Sequence
+
+from planarena.envs.tools import Toolbox, ToolError, ToolSpec
 from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
 from planarena.planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
 from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.params import Count, ToolCalling, checked
 from planarena.planners.prompts import react_system
 
@@ -31,19 +34,25 @@ class ReActPlanner(Planner):
         self.max_parse_failures = max_parse_failures
         self.tool_calling = tool_calling  # native: the API's tool interface, where supported
 
+    def system_prompt(self, tools: Sequence[ToolSpec]) -> str:
+        """The system message: the tools and the turn format. A subclass may word it its own
+        way; every turn is still declared an ``act`` request, which is what the simulated LLM
+        answers (the wording changes only which sample it draws)."""
+        return react_system(tools)
+
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         stats = PlannerStats()
         trace = llm.trace
         names = set(tools.names())
         messages = [
-            {"role": "system", "content": react_system(tools.catalogue())},
+            {"role": "system", "content": self.system_prompt(tools.catalogue())},
             {"role": "user", "content": f"Task: {task.goal}"},
         ]
         parse_failures = 0
         previous: tuple[str, str] | None = None
         for _turn in range(self.max_turns):
             native = tools.catalogue() if self.tool_calling == "native" else None
-            text = await llm.complete(messages, role="executor", tools=native)
+            text = await llm.complete(messages, role="executor", kind=RequestKind.ACT, tools=native)
             messages.append({"role": "assistant", "content": text})
             try:
                 turn = parse_action_turn(text)

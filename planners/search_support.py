@@ -28,6 +28,7 @@ from planarena.planners.formats import (
     parse_step_candidates,
 )
 from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.prompts import plan_system
 from planarena.search import SearchResult
 
@@ -103,7 +104,9 @@ class PartialPlanProblem:
         if self._done(state):
             return []  # a plan declared complete but judged poor is a dead leaf
         text = await self.llm.complete(
-            self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
+            self._messages(state, PROPOSE_STEPS.format(k=self.branching)),
+            role="planner",
+            kind=RequestKind.PROPOSE_STEPS,
         )
         notes: list[str] = []
         try:
@@ -117,7 +120,9 @@ class PartialPlanProblem:
         if self.judge and unique:
             listing = "\n".join(f"Candidate {i}: {c}" for i, c in enumerate(unique, 1))
             verdict = await self.llm.complete(
-                self._messages(state, f"{listing}\n{RATE_CANDIDATES}"), role="evaluator"
+                self._messages(state, f"{listing}\n{RATE_CANDIDATES}"),
+                role="evaluator",
+                kind=RequestKind.RATE_CANDIDATES,
             )
             scores = parse_scores(verdict, len(unique))
             level = len(state) + 1
@@ -152,7 +157,9 @@ class PartialPlanProblem:
 
     async def rollout(self, state: Steps, rng: random.Random) -> float:
         del rng  # the imagined outcome is the model's, drawn in the LLM
-        text = await self.llm.complete(self._messages(state, ROLLOUT), role="rollout")
+        text = await self.llm.complete(
+            self._messages(state, ROLLOUT), role="rollout", kind=RequestKind.ROLLOUT
+        )
         try:
             return 1.0 if parse_outcome(text) else 0.0
         except OutputParseError:
@@ -167,7 +174,9 @@ class PartialPlanProblem:
         """
         while not self._done(state):
             text = await self.llm.complete(
-                self._messages(state, PROPOSE_STEPS.format(k=self.branching)), role="planner"
+                self._messages(state, PROPOSE_STEPS.format(k=self.branching)),
+                role="planner",
+                kind=RequestKind.PROPOSE_STEPS,
             )
             notes: list[str] = []
             try:

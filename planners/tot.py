@@ -18,6 +18,7 @@ from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.executor import LadderPolicy
 from planarena.planners.formats import RATE_PLAN, OutputParseError, parse_score
 from planarena.planners.llm.base import EpisodeLLM
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.prompts import plan_system
@@ -61,6 +62,7 @@ class _PlanTree:
         return await self.llm.complete(
             [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
             role="planner",
+            kind=RequestKind.PLAN,  # a whole plan, a first one or an improved candidate
         )
 
     async def _judge(self, text: str) -> float:
@@ -74,6 +76,7 @@ class _PlanTree:
                 {"role": "user", "content": f"Task: {self.task.goal}\nPlan:\n{text}\n{RATE_PLAN}"},
             ],
             role="evaluator",
+            kind=RequestKind.RATE_PLAN,
         )
         try:
             return parse_score(verdict)

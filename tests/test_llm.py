@@ -10,6 +10,7 @@ from planarena.envs.report.oracle import ReportOracle
 from planarena.planners.formats import OutputParseError, parse_action_turn, parse_score
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim import SimLLM
 from planarena.planners.llm.tokens import count_messages, count_text, encoding
 from planarena.planners.plan import PlanError, parse_plan
@@ -42,10 +43,12 @@ def _sim(skill: SkillProfile, n: int = 0) -> tuple[SimLLM, EpisodeLLM]:
     return sim, EpisodeLLM(sim, {"default": ModelProfile(name="m")})
 
 
-def _complete(llm: EpisodeLLM, messages: list[dict[str, str]], role: str) -> tuple[str, float]:
+def _complete(
+    llm: EpisodeLLM, messages: list[dict[str, str]], role: str, kind: RequestKind
+) -> tuple[str, float]:
     async def main() -> tuple[str, float]:
         with clock.use_clock(clock.SimClock()) as c:
-            text = await llm.complete(messages, role=role)
+            text = await llm.complete(messages, role=role, kind=kind)
             return text, c.now
 
     return asyncio.run(main())
@@ -59,6 +62,7 @@ def test_sim_returns_text_that_the_real_parsers_accept() -> None:
         llm,
         [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
         "planner",
+        RequestKind.PLAN,
     )
     plan = parse_plan(plan_text, TOOLS)
     assert plan.steps[-1].tool == "generate_summary"
@@ -69,6 +73,7 @@ def test_sim_returns_text_that_the_real_parsers_accept() -> None:
             {"role": "user", "content": "Task: x"},
         ],
         "executor",
+        RequestKind.ACT,
     )
     turn = parse_action_turn(turn_text)
     assert turn.action == "search_web" and "query" in turn.action_input
@@ -85,6 +90,7 @@ def test_malformed_and_sloppy_outputs_go_through_the_same_parsers() -> None:
         llm,
         [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
         "planner",
+        RequestKind.PLAN,
     )
     with pytest.raises(PlanError):
         parse_plan(text, TOOLS)
@@ -94,6 +100,7 @@ def test_malformed_and_sloppy_outputs_go_through_the_same_parsers() -> None:
         llm,
         [{"role": "system", "content": plan_system(SPECS)}, {"role": "user", "content": "Task: x"}],
         "planner",
+        RequestKind.PLAN,
     )
     assert text.startswith("```json")
     assert parse_plan(text, TOOLS).repaired
@@ -116,7 +123,7 @@ def test_react_parser_rejects_non_format() -> None:
 def test_unknown_role_is_refused() -> None:
     _, llm = _sim(SKILLS["perfect"])
     with pytest.raises(ValueError):
-        _complete(llm, [{"role": "user", "content": "x"}], "oracle")
+        _complete(llm, [{"role": "user", "content": "x"}], "oracle", RequestKind.ACT)
 
 
 def test_an_episodes_latency_and_cost_add_up_from_its_trace() -> None:

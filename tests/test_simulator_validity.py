@@ -21,6 +21,7 @@ from planarena.experiments.run.episode import simulate
 from planarena.planners.base import TaskView
 from planarena.planners.llm.base import Budget, EpisodeLLM, Request
 from planarena.planners.llm.profiles import SKILLS, SkillProfile
+from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim import SimLLM
 from planarena.planners.prompts import plan_system
 from planarena.planners.search_support import PartialPlanProblem
@@ -93,7 +94,7 @@ def test_same_prompt_same_answer_whoever_sends_it() -> None:
             messages,
             role="planner",
             model=MODELS["default"],
-            request=Request(Request.digest_of(messages), occurrence),
+            request=Request(Request.digest_of(messages), occurrence, kind=RequestKind.PLAN),
         )
         return out.text
 
@@ -314,7 +315,7 @@ def test_a_revision_conditions_on_the_plan_it_revises() -> None:
             messages,
             role="planner",
             model=MODELS["default"],
-            request=Request(Request.digest_of(messages)),
+            request=Request(Request.digest_of(messages), kind=RequestKind.PLAN),
         )
         return json.loads(out.text)
 
@@ -345,6 +346,7 @@ def test_candidate_menus_come_from_the_belief() -> None:
                 return await m.complete(
                     p._messages((), "Propose 3 different candidate next steps for the plan."),
                     role="planner",
+                    kind=RequestKind.PROPOSE_STEPS,
                 )
 
         steps = parse_step_candidates(asyncio.run(go()))
@@ -446,7 +448,7 @@ def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
             messages,
             role="executor",
             model=MODELS["default"],
-            request=Request(Request.digest_of(messages)),
+            request=Request(Request.digest_of(messages), kind=RequestKind.ACT),
         )
         return out.text
 

@@ -32,6 +32,7 @@ from planarena.planners.llm.base import (
     SpendGate,
 )
 from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.protocol import ProtocolError
 from planarena.search import use_gather
 from pydantic import BaseModel, ConfigDict
 
@@ -244,6 +245,13 @@ async def _play(
         trace.append({"event": INFRASTRUCTURE_ERROR, "error": error})
         grade = Grade(False, 0.0, detail="infrastructure error: not measured")
         return _Outcome(PlannerResult(None, "gave_up", error), grade, INFRASTRUCTURE_ERROR, error)
+    except ProtocolError as exc:  # the planner asked what the backend does not model: ours
+        error = f"ProtocolError: planner {job.planner_name} sent {exc}"
+        trace.append(
+            {"event": "harness_error", "error": error, "traceback": traceback.format_exc(limit=8)}
+        )
+        grade = Grade(False, 0.0, detail="harness error")
+        return _Outcome(PlannerResult(None, "gave_up", error), grade, "harness_error", error)
     except Exception as exc:  # noqa: BLE001 - any escape here is our bug, recorded loudly
         error = f"{type(exc).__name__}: {exc}"
         trace.append(

@@ -1,6 +1,7 @@
 """The one LLM interface planners use, and its metering (tokens, time, cost per role).
 
-A backend turns chat messages into text. :class:`EpisodeLLM` wraps a backend for one episode:
+A backend turns chat messages into text; each request declares its kind (what it asks for,
+:mod:`planarena.planners.llm.protocol`). :class:`EpisodeLLM` wraps a backend for one episode:
 it counts tokens from the real prompt and completion text (or the API's ``usage``), charges
 simulated time (modelled, or the measured wall time of a real call), prices the call, and keeps
 totals per role (planner, executor, evaluator, replanner, rollout).
@@ -88,13 +89,19 @@ class Request:
     very same messages were asked before in this episode. Backends key their random draws
     (sim) and their response cache (real models) by it, never by who sends the request, so the
     same prompt gets the same answer from whichever planner sends it, and the k-th identical
-    request (a second proposal, another rollout) is a distinct request."""
+    request (a second proposal, another rollout) is a distinct request.
+
+    ``kind`` is what the request declares it asks for (a
+    :class:`~planarena.planners.llm.protocol.RequestKind`; None when the planner declared none).
+    It rides along for the backend to answer by, and is not part of the identity: the same
+    messages keep the same draws whatever kind they are sent as."""
 
     digest: str
     occurrence: int = 0
     # the prompt's o200k token count, already taken for the budget: passed along so a backend
     # need not count it again (not part of the identity)
     o200k_prompt: int | None = field(default=None, compare=False)
+    kind: str | None = field(default=None, compare=False)
 
     @staticmethod
     def digest_of(messages: Sequence[Message]) -> str:
@@ -169,6 +176,9 @@ class Completion:
 
 
 class LLMBackend(Protocol):
+    """Turns one request's messages into a :class:`Completion`. ``request.kind`` says what the
+    request asks for (the simulated LLM answers by it; a real model reads the prompt)."""
+
     name: str
 
     async def generate(
@@ -237,12 +247,20 @@ class EpisodeLLM:
         return self.models.get(role, self.models["default"])
 
     async def complete(
-        self, messages: Sequence[Message], *, role: str, tools: Sequence[Any] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        kind: str | None = None,
+        tools: Sequence[Any] | None = None,
     ) -> str:
         """The model's reply to ``messages``. With a known ``finish_reason`` it is a
         :class:`~planarena.planners.formats.Generated` (a str), so parsers can refuse to repair an
-        output cut at ``max_tokens``. ``tools`` (tool specs) offers native tool calling to a
-        backend that supports it (``native_tools``); others ignore it and read the prompt."""
+        output cut at ``max_tokens``. ``kind`` declares what the request asks for (a
+        :class:`~planarena.planners.llm.protocol.RequestKind`): the simulated LLM answers by it
+        alone and refuses a request without one (``ProtocolError``). ``tools`` (tool specs)
+        offers native tool calling to a backend that supports it (``native_tools``); others
+        ignore it and read the prompt."""
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         model = self.model_for(role)
@@ -250,7 +268,7 @@ class EpisodeLLM:
         self._check_budget(counted_prompt)
         if self.cost_gate is not None:  # the job's cost cap: refused before anything is sent
             self.cost_gate.check(self.usage)
-        request = Request(digest, self._asked[digest], counted_prompt)
+        request = Request(digest, self._asked[digest], counted_prompt, kind)
         self._asked[digest] += 1
         start = clock.now()
         extra = {"tools": tools} if tools and getattr(self.backend, "native_tools", False) else {}

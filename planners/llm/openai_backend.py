@@ -354,6 +354,8 @@ class OpenAIBackend:
         tools: Sequence[Any] | None = None,
     ) -> Completion:
         del role, model  # never part of a request's identity; the backend names its model
+        # request.kind is not read (nor required): a real model reads only the prompt, and the
+        # format's stop sequences and max_tokens come from the prompt too (request_format)
         sent = merge_consecutive_roles(messages)
         params = self.sampling(messages)
         if tools:  # offered through the API (and part of the cache key, like all params)

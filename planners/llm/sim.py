@@ -9,21 +9,26 @@ malformed. As a judge it sees how good a candidate looks, blurred by its noise; 
 imagines the outcome, optimistically. It returns text only; planners parse it with the same
 parsers they use for a real model.
 
-Nothing here names or detects a planner: the same request format gets the same treatment
-whoever sends it, and every difference between planners comes from how many decisions they
-ask for, with what information, and what they do with the answers.
+Nothing here names or detects a planner: a request is answered by the kind it declares (the
+request protocol, :mod:`planarena.planners.llm.protocol`), never by who sends it or how its
+prompt is worded, so the same kind gets the same treatment whoever sends it, and every
+difference between planners comes from how many decisions they ask for, with what
+information, and what they do with the answers. A request with no kind, or of a kind not
+modelled here, raises :class:`~planarena.planners.llm.protocol.ProtocolError`.
 
 Its parts: ``sim_reading`` reads a prompt, ``sim_belief`` is the shape of a belief,
 ``sim_mind`` is the episode's state (what was seen, what is believed) and ``sim_decider``
-answers one request; this module dispatches a request by the format it asks for.
+answers one request; this module dispatches a request by its declared kind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from planarena.planners.llm.base import Completion, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.protocol import ProtocolError, RequestKind
 from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, digest, pick
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_mind import SimMind
@@ -31,8 +36,37 @@ from planarena.planners.llm.sim_reading import render_step
 from planarena.planners.llm.tokens import count_messages
 
 # The simulator's parts, importable from here as before the split (tests and the README name
-# ``LOOK`` and ``PREFERRED`` here; envs' tests render gold steps with ``render_step``).
-__all__ = ["LOOK", "PREFERRED", "Belief", "SimLLM", "digest", "pick", "render_step"]
+# ``LOOK`` and ``PREFERRED`` here; envs' tests render gold steps with ``render_step``), and
+# ``ANSWERS``, the request kinds it models.
+__all__ = [
+    "ANSWERS",
+    "LOOK",
+    "PREFERRED",
+    "Belief",
+    "SimLLM",
+    "digest",
+    "pick",
+    "render_step",
+]
+
+Answer = Callable[[Decider, Sequence[Message], str], str]  # (decider, messages, last) -> text
+
+# How the simulated model answers each kind it models (the last message is where a request
+# states its specifics: the partial plan, the candidates, the plan to rate). A revision of the
+# remaining steps is written like a plan: the decider reads the execution log it is given.
+# The reserved kinds (``reflect``, ``verify``) are not modelled: they raise ProtocolError.
+ANSWERS: Mapping[str, Answer] = MappingProxyType(
+    {
+        RequestKind.ACT: lambda d, messages, last: d.act(messages),
+        RequestKind.PLAN: lambda d, messages, last: d.plan(last),
+        RequestKind.REVISE_PLAN: lambda d, messages, last: d.plan(last),
+        RequestKind.PROPOSE_ACTIONS: lambda d, messages, last: d.propose_actions(messages, last),
+        RequestKind.PROPOSE_STEPS: lambda d, messages, last: d.propose_steps(last),
+        RequestKind.RATE_CANDIDATES: lambda d, messages, last: d.rate_candidates(messages),
+        RequestKind.RATE_PLAN: lambda d, messages, last: d.rate_plan(last),
+        RequestKind.ROLLOUT: lambda d, messages, last: d.rollout(last),
+    }
+)
 
 
 class SimLLM(SimMind):
@@ -51,32 +85,18 @@ class SimLLM(SimMind):
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
     ) -> Completion:
-        """The answer to one request, chosen by the output format the request asks for."""
+        """The answer to one request, chosen by the kind it declares (``request.kind``) and
+        nothing else of the prompt; no kind, or one not in :data:`ANSWERS`, is a
+        :class:`~planarena.planners.llm.protocol.ProtocolError`."""
         del role  # the model profile, not the caller's role, decides how skilled the model is
+        kind = request.kind
+        answer = ANSWERS.get(kind) if isinstance(kind, str) else None
+        if answer is None:
+            raise ProtocolError(kind, backend="the simulated LLM", answers=ANSWERS)
         rng = self.draws.rng("llm", request.digest, request.occurrence)
         skill = self.skill_at(model.error_scale)
-        # The requested format is stated in the system message or the last message; a growing
-        # transcript in between is only read when the request needs its observations.
-        system = messages[0]["content"] if messages else ""
-        last = messages[-1]["content"] if messages else ""
         tokens = request.o200k_prompt
         if tokens is None:
             tokens = count_messages(messages)
-        d = Decider(self, skill, rng, tokens)
-        if "candidate next actions" in last:
-            text = d.propose_actions(messages, last)
-        elif "candidate next steps for the plan" in last:
-            text = d.propose_steps(last)
-        elif "Rate each candidate" in last:
-            text = d.rate_candidates(messages)
-        elif "Rate this plan" in last:
-            text = d.rate_plan(last)
-        elif "Imagine carrying out" in last:
-            text = d.rollout(last)
-        elif "Action Input:" in system and "Respond in exactly this format" in system:
-            text = d.act(messages)
-        elif "Respond with a Plan JSON" in system:
-            text = d.plan(last)
-        else:
-            text = "I am not sure what is being asked."
-        return Completion(text=text)
+        last = messages[-1]["content"] if messages else ""
+        return Completion(text=answer(Decider(self, skill, rng, tokens), messages, last))

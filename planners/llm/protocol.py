@@ -1,0 +1,124 @@
+"""The request protocol: every LLM request declares the kind of answer it asks for.
+
+A planner says what it wants (``llm.complete(messages, role=..., kind=RequestKind.PLAN)``);
+the prompt says it to a real model in the planner's own words. The simulated LLM answers the
+declared kind and the world, never the wording nor the sender, so a planner that phrases its
+prompts its own way is simulated exactly like one that uses the shipped prompts. A request
+without a kind, or of a kind a backend does not model, raises :class:`ProtocolError` instead of
+getting a made-up answer. The kind is not part of a request's identity: the same messages get
+the same random draws whatever kind they are sent as (see :class:`~.base.Request`).
+
+The kinds live here and nowhere else; ``docs/simulator.md`` ("The request protocol") says
+what the simulated LLM makes of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+__all__ = ["RESERVED", "ProtocolError", "RequestKind"]
+
+
+class RequestKind(StrEnum):
+    """What one LLM request asks for. A member is a ``str`` (``RequestKind.ACT == "act"``),
+    so a planner may pass either; each member's ``__doc__`` says what it asks for and the
+    answer's format (the parsers of :mod:`planarena.planners.formats` read it)."""
+
+    def __new__(cls, value: str, doc: str) -> RequestKind:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.__doc__ = doc
+        return member
+
+    ACT = (
+        "act",
+        "One turn of a Thought / Action transcript (ReAct): the next tool call or finish, "
+        "given the observations so far. Answer: 'Thought: ...', 'Action: <tool>', "
+        "'Action Input: <JSON object>'.",
+    )
+    PLAN = (
+        "plan",
+        "A whole plan before anything ran: a first plan, a corrected one after a rejected "
+        "plan, or an improved version of a candidate plan shown in the prompt. Answer: a Plan "
+        "JSON object.",
+    )
+    REVISE_PLAN = (
+        "revise_plan",
+        "A replan after a step failed: the steps that still need to run, given the execution "
+        "log and the failed step. Answer: a Plan JSON object with only those steps (no steps: "
+        "the goal is out of reach).",
+    )
+    PROPOSE_ACTIONS = (
+        "propose_actions",
+        "k different candidate next actions at a point of a transcript, best first. Answer: "
+        "'Candidate <n>:' blocks, each a Thought / Action / Action Input turn.",
+    )
+    PROPOSE_STEPS = (
+        "propose_steps",
+        "k different candidate next steps of a partial plan. Answer: a JSON list of Plan JSON "
+        'steps, or [{"done": true}] when the plan is complete.',
+    )
+    RATE_CANDIDATES = (
+        "rate_candidates",
+        "A judge's score for each listed candidate (actions or plan steps): how likely it "
+        "leads to the goal. Answer: one line 'Score <n>: <0..1>' per candidate.",
+    )
+    RATE_PLAN = (
+        "rate_plan",
+        "A judge's score for one whole plan. Answer: 'Score: <0..1>'.",
+    )
+    ROLLOUT = (
+        "rollout",
+        "An imagined outcome: would carrying out this partial plan reach the goal? Answer: "
+        "'Outcome: success' or 'Outcome: failure'.",
+    )
+    REFLECT = (
+        "reflect",
+        "Reserved: a critique of a failed attempt, carried into the next one (Reflexion). Named "
+        "so planners and backends agree on it; the simulated LLM does not model it yet and "
+        "refuses it with ProtocolError.",
+    )
+    VERIFY = (
+        "verify",
+        "Reserved: a check of a result or an answer against the goal before it is used or "
+        "returned. Named so planners and backends agree on it; the simulated LLM does not "
+        "model it yet and refuses it with ProtocolError.",
+    )
+
+
+RESERVED: frozenset[RequestKind] = frozenset({RequestKind.REFLECT, RequestKind.VERIFY})
+"""Kinds the protocol names for what comes next; the simulated LLM refuses them for now."""
+
+
+class ProtocolError(Exception):
+    """A backend cannot answer a request by its declared kind: none was declared, the kind is
+    not a :class:`RequestKind`, or the backend does not model it.
+
+    Raised instead of a made-up answer, so a planner the backend cannot serve fails loudly:
+    the episode is a ``harness_error`` whose detail names the planner and the kind, not a
+    parse failure charged to the agent. The message names the kind and what the backend
+    answers; the episode loop adds the planner (a backend never knows who sends a request)."""
+
+    def __init__(self, kind: object, *, backend: str, answers: Iterable[str]) -> None:
+        self.kind = kind
+        self.backend = backend
+        self.answers = tuple(str(a) for a in answers)
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        kinds = ", ".join(self.answers)
+        if self.kind is None:
+            return (
+                f"a request with no kind, which {self.backend} cannot answer "
+                f"(declare one of the kinds: {kinds})"
+            )
+        if not isinstance(self.kind, str) or self.kind not in {k.value for k in RequestKind}:
+            return (
+                f"a request of kind {str(self.kind)!r}, which is not a kind of the request "
+                f"protocol (kinds {self.backend} answers: {kinds})"
+            )
+        return (
+            f"a request of kind {str(self.kind)!r}, which {self.backend} does not model "
+            f"(kinds: {kinds})"
+        )
