@@ -16,6 +16,7 @@ from planarena.experiments.analysis.cells import (
     table_columns,
 )
 from planarena.experiments.analysis.comparisons import pairwise_comparisons
+from planarena.experiments.analysis.headline import best_vs_others, headline_markdown
 from planarena.experiments.analysis.metrics import (
     failure_distribution,
     summarize,
@@ -82,6 +83,7 @@ class _Summary:
 
     n_episodes: int
     left_out: str
+    headline: list[str]
     summary: pd.DataFrame
     comparisons: pd.DataFrame
     method: str
@@ -126,6 +128,7 @@ def _summary_tables(
     return _Summary(
         n_episodes=len(df),
         left_out=left_out,
+        headline=headline_markdown(best_vs_others(df, planner_order=planner_order)),
         summary=summary,
         comparisons=comparisons,
         method=method,
@@ -143,7 +146,8 @@ def _summary_tables(
 
 
 def _main_sections(s: _Summary) -> list[str]:
-    """``summary.md`` from its title to the comparison matrix (the sections always there)."""
+    """``summary.md`` from its title to the comparison matrix (the sections always there),
+    opening with the headline the job prints (best planner per cell, who is separable)."""
     matrices: list[str] = []
     for title, table in comparison_matrices(s.comparisons):
         matrices += [f"{title}:", "", _markdown(table), ""]
@@ -152,6 +156,7 @@ def _main_sections(s: _Summary) -> list[str]:
     return [
         "# planarena summary",
         "",
+        *s.headline,
         *(
             []
             if s.n_episodes
