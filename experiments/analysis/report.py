@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 from planarena.experiments.analysis.cells import swept_keys
 from planarena.experiments.analysis.figures import write_figures
+from planarena.experiments.analysis.report_html import write_merged_report_html
 from planarena.experiments.analysis.tables import (
     completion_heading,
     format_completion_table,
@@ -221,7 +222,8 @@ def render(
     seed: int,
     planner_order: Sequence[str] | None = None,
 ) -> str:
-    """Write summaries and figures into ``out_dir``; returns the completion table as text.
+    """Write summaries, figures and ``report.html`` (the page over them and every episode's
+    trace) into ``out_dir``; returns the completion table as text.
 
     ``episodes.jsonl`` is never written here, so re-aggregating a sweep dir cannot count its
     episodes twice (the merged records go to ``episodes.parquet``:
@@ -232,6 +234,8 @@ def render(
     order = list(planner_order) if planner_order else None
     summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
     write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
+    if "run_dir" in df.columns and len(df):  # the page beside them: every run's records
+        write_merged_report_html([Path(d) for d in pd.unique(df["run_dir"])], out_dir)
     return format_completion_table(summary)
 
 

@@ -1,0 +1,954 @@
+"""``report.html``: a run's outputs as one self-contained page a researcher can open and send.
+
+One file beside the records, readable from ``file://`` with no server and no network (inline
+CSS and JS, figures as base64 PNG): the headline and tables of ``summary.md`` rendered, every PNG
+of ``figures/`` grouped by name, a sortable and filterable table of every episode, and the run's
+provenance (``run.json``: code version, commit, source digest, packages, configuration) and
+``status.json``. Each episode row opens that episode's trace: its steps and why each failed,
+its record, its tool calls and its events, laid out as ``planarena-trace --format html`` lays
+them out, with that command given for the plan/timeline figure.
+
+Why the traces are compressed JSON rendered on click, not per-episode HTML files: the figure of
+``planarena-trace``'s page takes 0.5-2.5 s an episode to draw (a default run has 2,880), and its
+page is ~200 KB, so per-episode pages would add tens of minutes and hundreds of MB to every
+run. ``traces.jsonl`` of a default run is 34 MB of JSON that gzip brings to ~2 MB: the traces and
+records are stored in gzip chunks (base64, ~1 MB of JSON each) that the browser inflates with
+its built-in ``DecompressionStream`` only when a row is opened. The page of a default run is
+~7 MB, of which the figures are about half.
+
+The page is reproducible: the same run dir gives the same bytes (gzip without a timestamp, no
+clock, paths relative to the page).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planarena.experiments.records.store import iter_jsonl, record_files
+
+REPORT_FILE = "report.html"
+CHUNK_BYTES = 1 << 20
+"""JSON bytes of traces and records per gzip chunk: big enough for gzip to find the repeats
+across episodes (~15x), small enough that opening one episode inflates ~1 MB, not the run."""
+
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("planner", "planner"),
+    ("env", "env"),
+    ("complexity", "complexity"),
+    ("task_id", "task"),
+    ("trial", "trial"),
+    ("success", "success"),
+    ("failure_mode", "failure mode"),
+    ("tokens_total", "tokens"),
+    ("latency_s", "latency (s)"),
+    ("cost_usd", "cost ($)"),
+)
+"""The episode table's record columns and headers (swept ones are added when they vary)."""
+
+VARYING_COLUMNS: tuple[str, ...] = ("cell", "seed", "llm", "faults")
+"""Record columns shown only when they take several values (a study's cells, a sweep)."""
+
+FILTER_COLUMNS: tuple[str, ...] = (
+    "run",
+    "cell",
+    "seed",
+    "llm",
+    "faults",
+    "planner",
+    "env",
+    "complexity",
+    "success",
+    "failure_mode",
+)
+"""Columns given a drop-down filter; the URL may preset any of them (``?planner=react``)."""
+
+
+@dataclass
+class RunFiles:
+    """One dir holding ``episodes.jsonl`` and what the page reads beside it."""
+
+    path: Path
+    label: str  # "" for a single run; else its path relative to the page's dir
+
+    @property
+    def episodes(self) -> Path:
+        return self.path / "episodes.jsonl"
+
+    @property
+    def traces(self) -> Path:
+        return self.path / "traces.jsonl"
+
+
+@dataclass
+class Episodes:
+    """The episode table's rows and the trace chunks its rows point into."""
+
+    columns: list[tuple[str, str]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)  # base64 of gzip of a JSON array
+
+
+# ---------------------------------------------------------------- Markdown (summary.md)
+
+
+def _inline(text: str) -> str:
+    """Escaped inline Markdown: `code`, **bold**, *italic*, [text](link). Underscores are left
+    alone (planner names such as plan_execute_replan are full of them)."""
+    parts = re.split(r"(`[^`]*`)", text)
+    out = []
+    for part in parts:
+        if len(part) >= 2 and part.startswith("`") and part.endswith("`"):
+            out.append(f"<code>{html.escape(part[1:-1])}</code>")
+            continue
+        s = html.escape(part, quote=False)
+        s = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", s)
+        s = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", s)
+        s = re.sub(
+            r"\[([^\]]+)\]\(([^)\s]+)\)",
+            lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>',
+            s,
+        )
+        out.append(s)
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    """A pipe-table row's cells (``\\|`` is a literal bar)."""
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
+
+
+def _is_separator(line: str) -> bool:
+    return bool(re.fullmatch(r"\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*", line))
+
+
+def _table(lines: list[str]) -> str:
+    """A GitHub pipe table (header, separator, rows) as an HTML table, alignment kept."""
+    head, aligns = _cells(lines[0]), []
+    for spec in _cells(lines[1]):
+        left, right = spec.startswith(":"), spec.endswith(":")
+        aligns.append("center" if left and right else "right" if right else "")
+
+    def row(cells: list[str], tag: str) -> str:
+        tds = []
+        for i, c in enumerate(cells):
+            align = aligns[i] if i < len(aligns) and aligns[i] else ""
+            style = f' style="text-align:{align}"' if align else ""
+            tds.append(f"<{tag}{style}>{_inline(c)}</{tag}>")
+        return "<tr>" + "".join(tds) + "</tr>"
+
+    body = "\n".join(row(_cells(x), "td") for x in lines[2:])
+    return (
+        f'<div class="scroll"><table class="md">\n<thead>{row(head, "th")}</thead>\n'
+        f"<tbody>\n{body}\n</tbody></table></div>"
+    )
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+(.*)$")
+
+
+def markdown_to_html(text: str) -> str:
+    """The Markdown summary.md uses (headings, pipe tables, lists, fenced code, paragraphs) as
+    HTML: the project takes no Markdown package as a dependency, and its own output needs
+    no more."""
+    lines = text.splitlines()
+    out: list[str] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.append(f"<p>{_inline(' '.join(s.strip() for s in para))}</p>")
+            para.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        heading = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+        if line.strip().startswith("```"):
+            flush()
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                j += 1
+            out.append(f"<pre><code>{html.escape(chr(10).join(lines[i + 1 : j]))}</code></pre>")
+            i = j + 1
+        elif heading:
+            flush()
+            level = len(heading.group(1))
+            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+            i += 1
+        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _is_separator(lines[i + 1]):
+            flush()
+            j = i + 2
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            out.append(_table(lines[i:j]))
+            i = j
+        elif _LIST_ITEM.match(line):
+            flush()
+            i = _list(lines, i, out)
+        elif not line.strip():
+            flush()
+            i += 1
+        else:
+            para.append(line)
+            i += 1
+    flush()
+    return "\n".join(out)
+
+
+def _list(lines: list[str], i: int, out: list[str]) -> int:
+    """One flat list from ``lines[i]`` (continuation lines indented); returns the next line."""
+    first = _LIST_ITEM.match(lines[i])
+    assert first is not None
+    tag = "ol" if first.group(2) else "ul"
+    items: list[list[str]] = []
+    while i < len(lines):
+        m = _LIST_ITEM.match(lines[i])
+        if m:
+            items.append([m.group(3)])
+        elif lines[i].startswith((" ", "\t")) and lines[i].strip() and items:
+            items[-1].append(lines[i].strip())
+        else:
+            break
+        i += 1
+    out.append(f"<{tag}>" + "".join(f"<li>{_inline(' '.join(it))}</li>" for it in items))
+    out[-1] += f"</{tag}>"
+    return i
+
+
+def split_summary(text: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """(title, headline, [(heading, body), ...]) of summary.md.
+
+    The headline is what precedes the first ``## `` heading (the one-page summary summary.md
+    opens with); if that is empty and the first section is itself titled as a headline or
+    summary, that section is the headline. Fenced code never splits a section."""
+    title, head, sections = "", [], []
+    current: list[str] | None = None
+    fenced = False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        if not fenced and not title and not sections and line.startswith("# "):
+            title = line[2:].strip()
+            continue
+        if not fenced and line.startswith("## "):
+            current = []
+            sections.append((line[3:].strip(), current))
+            continue
+        (head if current is None else current).append(line)
+    parts = [(h, "\n".join(body).strip()) for h, body in sections]
+    headline = "\n".join(head).strip()
+    if not headline and parts and re.search(r"headline|summary|at a glance", parts[0][0], re.I):
+        headline = f"### {parts[0][0]}\n\n{parts[0][1]}"
+        parts = parts[1:]
+    return title, headline, parts
+
+
+# ---------------------------------------------------------------- the run's files
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file, or None when absent or unreadable (the page says so)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _runs(run_dirs: Sequence[Path], out_dir: Path) -> list[RunFiles]:
+    """Every dir holding records under ``run_dirs`` (a sweep's jobs), labelled when several."""
+    dirs: list[Path] = []
+    for d in run_dirs:
+        for f in record_files(d):
+            if f.parent not in dirs:
+                dirs.append(f.parent)
+    if len(dirs) == 1:
+        return [RunFiles(dirs[0], "")]
+    return [RunFiles(d, _relative(d, out_dir)) for d in dirs]
+
+
+def _relative(path: Path, start: Path) -> str:
+    """``path`` relative to ``start``, POSIX style (absolute paths are machine-specific)."""
+    return Path(os.path.relpath(path.resolve(), start.resolve())).as_posix()
+
+
+def _trace_key(doc: dict[str, Any]) -> tuple[str, str, str, int]:
+    """What pairs a trace line with its record within one run (a study's cell included)."""
+    cell = doc.get("cell")
+    planner, task = str(doc.get("planner")), str(doc.get("task_id"))
+    return (str(cell or ""), planner, task, int(doc.get("trial", 0)))
+
+
+def _trace_lines(path: Path) -> dict[tuple[str, str, str, int], str]:
+    """Each trace line's JSON text by its key: kept as text, embedded without re-encoding."""
+    lines: dict[tuple[str, str, str, int], str] = {}
+    if not path.is_file():
+        return lines
+    with path.open(encoding="utf-8") as fh:
+        for raw in fh:
+            if not raw.endswith("\n") or not raw.strip():
+                continue  # a torn last line: the run's records skip it too
+            try:
+                doc = json.loads(raw)
+                lines[_trace_key(doc)] = raw.strip()
+            except (ValueError, KeyError, TypeError):
+                continue
+    return lines
+
+
+def episode_key(rec: dict[str, Any], label: str = "") -> str:
+    """The episode's id in the page and its URL: ``[run|][cell|]planner/task_id/trial``."""
+    prefix = "".join(f"{p}|" for p in (label, str(rec.get("cell") or "")) if p)
+    return f"{prefix}{rec.get('planner')}/{rec.get('task_id')}/{int(rec.get('trial', 0))}"
+
+
+def _gzip_b64(text: str) -> str:
+    """gzip (no timestamp: the same run gives the same page) then base64."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+
+
+def _varying(runs: list[RunFiles]) -> list[tuple[str, str]]:
+    """The optional columns that take more than one value across the records."""
+    seen: dict[str, set[str]] = {c: set() for c in VARYING_COLUMNS}
+    for run in runs:
+        for rec in iter_jsonl(run.episodes):
+            for c in VARYING_COLUMNS:
+                seen[c].add(str(rec.get(c)))
+    cols = [("run", "run")] if len(runs) > 1 else []
+    return cols + [(c, c) for c in VARYING_COLUMNS if len(seen[c]) > 1]
+
+
+def read_episodes(runs: list[RunFiles]) -> Episodes:
+    """Every record of ``runs`` as a table row, its record and trace packed in a chunk."""
+    episodes = Episodes(columns=[*_varying(runs), *TABLE_COLUMNS])
+    pending: list[str] = []
+    size = 0
+    for run in runs:
+        traces = _trace_lines(run.traces)
+        for rec in iter_jsonl(run.episodes):
+            trace = traces.pop(_trace_key(rec), None)
+            key = episode_key(rec, run.label)
+            item = json.dumps(
+                {"key": key, "run": run.label, "record": rec}, sort_keys=True, default=str
+            )
+            item = item[:-1] + f',"trace":{trace or "null"}}}'
+            row = {c: rec.get(c) for c, _ in episodes.columns}
+            row |= {"run": run.label, "_key": key, "_trace": trace is not None}
+            row["_at"] = f"{len(episodes.chunks)}.{len(pending)}"
+            episodes.rows.append(row)
+            pending.append(item)
+            size += len(item)
+            if size >= CHUNK_BYTES:
+                episodes.chunks.append(_gzip_b64("[" + ",".join(pending) + "]"))
+                pending, size = [], 0
+    if pending:
+        episodes.chunks.append(_gzip_b64("[" + ",".join(pending) + "]"))
+    return episodes
+
+
+# ---------------------------------------------------------------- page sections
+
+
+def _fmt(column: str, value: Any) -> str:
+    """A table cell's text: numbers at the precision the summary tables use."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if column == "success":
+        return "yes" if value is True or value == 1 else "no"
+    if column == "latency_s":
+        return f"{float(value):.1f}"
+    if column == "cost_usd":
+        return f"{float(value):.4f}"
+    if column == "tokens_total":
+        return str(int(value))
+    return str(value)
+
+
+def _episode_table(episodes: Episodes) -> str:
+    """The episode table (rows in the records' order) and its filter bar."""
+    esc = html.escape
+    cols = episodes.columns
+    options: dict[str, list[str]] = {}
+    for c, _ in cols:
+        if c in FILTER_COLUMNS:
+            values = dict.fromkeys(_fmt(c, r.get(c)) for r in episodes.rows)
+            options[c] = list(values)
+    selects = "".join(
+        f'<label>{esc(title)} <select data-col="{esc(c)}"><option value="">all</option>'
+        + "".join(f'<option value="{esc(v)}">{esc(v)}</option>' for v in options[c])
+        + "</select></label>"
+        for c, title in cols
+        if c in options
+    )
+    head = "".join(f'<th data-col="{esc(c)}" title="sort">{esc(t)}</th>' for c, t in cols)
+    body = []
+    for r in episodes.rows:
+        tds = []
+        for c, _ in cols:
+            text = esc(_fmt(c, r.get(c)))
+            if c == "task_id":
+                text = f'<a href="#episode={esc(_url_quote(r["_key"]))}">{text}</a>'
+            elif c == "success":
+                text = f'<span class="{"ok" if text == "yes" else "bad"}">{text}</span>'
+            tds.append(f"<td>{text}</td>")
+        body.append(f'<tr data-k="{esc(r["_key"])}" data-at="{r["_at"]}">' + "".join(tds))
+    return (
+        '<div id="filters"><label>search <input id="q" type="search" '
+        'placeholder="words in any column"></label>'
+        f'{selects}<button id="reset" type="button">reset</button></div>\n'
+        '<p id="count" class="muted"></p>\n'
+        '<div class="scroll tall"><table id="episodes"><thead><tr>'
+        f"{head}</tr></thead>\n<tbody>\n" + "</tr>\n".join(body) + "</tr>\n</tbody></table></div>"
+    )
+
+
+def _url_quote(text: str) -> str:
+    """Percent-encode what a URL fragment must not hold (JS decodes with decodeURIComponent)."""
+    from urllib.parse import quote
+
+    return quote(text, safe="/-_.~")
+
+
+def _png_width(data: bytes) -> int:
+    """A PNG's pixel width from its IHDR chunk, 0 if it is not a PNG."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        return 0
+    return int.from_bytes(data[16:20], "big")
+
+
+def _figure_group(path: Path, root: Path) -> str:
+    """A figure's group: its subdir under figures/, else its name before the first ``-``."""
+    rel = path.relative_to(root)
+    if len(rel.parts) > 1:
+        return "/".join(rel.parts[:-1])
+    return path.stem.split("-", 1)[0]
+
+
+def _figures(fig_dir: Path) -> str:
+    """Every PNG under ``figures/`` inline, grouped by name (whatever names the figures have)."""
+    pngs = sorted(fig_dir.rglob("*.png")) if fig_dir.is_dir() else []
+    if not pngs:
+        return '<p class="muted">No figures (figures/ holds no PNG).</p>'
+    groups: dict[str, list[Path]] = {}
+    for p in pngs:
+        groups.setdefault(_figure_group(p, fig_dir), []).append(p)
+    out = []
+    for name, paths in groups.items():
+        figs = []
+        for p in paths:
+            data = p.read_bytes()
+            width = _png_width(data)
+            size = f' width="{width // 2}"' if width else ""  # one scale: text sizes match
+            figs.append(
+                f'<figure><img alt="{html.escape(p.relative_to(fig_dir).as_posix())}"{size} '
+                f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}" '
+                'title="click: full size"><figcaption>'
+                f"{html.escape(p.relative_to(fig_dir).as_posix())}</figcaption></figure>"
+            )
+        figs = "".join(figs)
+        out.append(f'<h3>{html.escape(name)}</h3><div class="figs">{figs}</div>')
+    return "\n".join(out)
+
+
+def _kv_table(items: Iterable[tuple[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_plain(v))}</td></tr>"
+        for k, v in items
+    )
+    return f'<table class="kv">{rows}</table>'
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def _provenance(run: RunFiles) -> str:
+    """One run's ``run.json`` (code, config id, configuration) and ``status.json``."""
+    import yaml
+
+    info = _read_json(run.path / "run.json")
+    status = _read_json(run.path / "status.json")
+    parts = []
+    if info is None:
+        parts.append('<p class="muted">No readable run.json.</p>')
+    else:
+        code = dict(info.get("code") or {})
+        packages = code.pop("packages", {}) or {}
+        top = [(k, v) for k, v in info.items() if k not in ("code", "config")]
+        parts.append("<h4>Code</h4>" + _kv_table([*code.items(), *top]))
+        parts.append("<h4>Packages</h4>" + _kv_table(sorted(packages.items())))
+        config = yaml.safe_dump(info.get("config"), sort_keys=False, default_flow_style=False)
+        parts.append(f"<h4>Configuration</h4><pre>{html.escape(config)}</pre>")
+    if status is None:
+        parts.append('<h4>Status</h4><p class="muted">No status.json (still running?)</p>')
+    else:
+        parts.append("<h4>Status</h4>" + _kv_table(status.items()))
+    return "\n".join(parts)
+
+
+def _code_line(info: dict[str, Any] | None) -> str:
+    """``planarena 0.2.0, commit 1a2b3c4 (dirty), source 748d84f0``: the page's subtitle."""
+    if not info:
+        return "code unknown (no run.json)"
+    code = info.get("code") or {}
+    commit = code.get("git_commit")
+    where = f"commit {str(commit)[:12]}" if commit else "no git commit"
+    where += " (dirty)" if code.get("git_dirty") else ""
+    digest = str(code.get("source_sha256") or "")[:12]
+    return f"planarena {code.get('planarena', '?')}, {where}, source {digest or '?'}"
+
+
+def _summary_section(summary: Path) -> tuple[str, str]:
+    """(headline HTML, tables HTML) from summary.md; each table section collapsible."""
+    if not summary.is_file():
+        missing = '<p class="muted">No summary.md in this dir.</p>'
+        return missing, missing
+    _, headline, sections = split_summary(summary.read_text(encoding="utf-8"))
+    if not headline and sections:  # summary.md without a headline: its first table leads
+        first, sections = sections[0], sections[1:]
+        headline = f"### {first[0]}\n\n{first[1]}"
+    head = markdown_to_html(headline) if headline else '<p class="muted">(empty summary.md)</p>'
+    tables = "\n".join(
+        f'<details class="sec"><summary>{_inline(h)}</summary>{markdown_to_html(body)}</details>'
+        for h, body in sections
+    )
+    return head, tables
+
+
+def _sections(runs: list[RunFiles], out_dir: Path, episodes: Episodes) -> Iterator[str]:
+    """The page's body, section by section."""
+    main = runs[0].path if len(runs) == 1 else out_dir
+    summary = out_dir / "summary.md"
+    headline, tables = _summary_section(summary if summary.is_file() else main / "summary.md")
+    figures = out_dir / "figures"
+    yield f'<section id="headline"><h2>Headline</h2>{headline}</section>'
+    yield (
+        '<section id="tables"><h2>Tables <small>(summary.md; click a section to open it; '
+        f'<a href="#" id="expand">open all</a>)</small></h2>{tables}</section>'
+    )
+    yield (
+        '<section id="figures"><h2>Figures</h2>'
+        f"{_figures(figures if figures.is_dir() else main / 'figures')}</section>"
+    )
+    yield (
+        f'<section id="episodes-sec"><h2>Episodes ({len(episodes.rows)})</h2>'
+        "<p class=muted>Click a header to sort, a task to open its trace. The URL keeps the "
+        "open episode (#episode=...); filters can be preset: "
+        "<code>report.html?planner=react&amp;q=timeout</code>.</p>"
+        f"{_episode_table(episodes)}</section>"
+    )
+    blocks = []
+    for i, run in enumerate(runs):
+        name = html.escape(run.label or run.path.name)
+        opened = " open" if i == 0 else ""
+        blocks.append(
+            f'<details class="sec"{opened}><summary>{name} &mdash; '
+            f"{html.escape(_code_line(_read_json(run.path / 'run.json')))}</summary>"
+            f"{_provenance(run)}</details>"
+        )
+    yield '<section id="provenance"><h2>Provenance</h2>' + "\n".join(blocks) + "</section>"
+
+
+def render_page(run_dirs: Sequence[Path], out_dir: Path) -> str:
+    """The whole page as text (``write_*`` write it): one string, no external reference."""
+    out_dir = Path(out_dir)
+    runs = _runs([Path(d) for d in run_dirs], out_dir)
+    episodes = read_episodes(runs)
+    title = runs[0].path.name if len(runs) == 1 else out_dir.resolve().name
+    first = _read_json(runs[0].path / "run.json")
+    status = _read_json(runs[0].path / "status.json") if len(runs) == 1 else None
+    planners = list(dict.fromkeys(str(r.get("planner")) for r in episodes.rows))
+    sub = f"{len(episodes.rows)} episodes of {len(planners)} planners"
+    sub += f" in {len(runs)} runs" if len(runs) > 1 else ""
+    sub += f"; {_code_line(first)}" if len(runs) == 1 else ""
+    if status:
+        sub += f"; status {status.get('status')}"
+    chunks = "\n".join(
+        f'<script type="application/gzip+base64" id="chunk-{i}">{c}</script>'
+        for i, c in enumerate(episodes.chunks)
+    )
+    trace_cmd = {r.label: _relative(r.path, out_dir) for r in runs}
+    body = "\n".join(_sections(runs, out_dir, episodes))
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>planarena report: {html.escape(title)}</title>\n<style>{CSS}</style>\n"
+        "</head>\n<body>\n<nav><strong>planarena report</strong> "
+        '<a href="#headline">headline</a> <a href="#tables">tables</a> '
+        '<a href="#figures">figures</a> <a href="#episodes-sec">episodes</a> '
+        '<a href="#provenance">provenance</a></nav>\n<main>\n'
+        f"<h1>{html.escape(title)}</h1>\n<p class=muted>{html.escape(sub)}</p>\n{body}\n"
+        "</main>\n"
+        '<div id="trace" hidden><div class="panel"><button id="close" type="button" '
+        'title="close (Esc)">&times;</button><div id="trace-body"></div></div></div>\n'
+        f"{chunks}\n"
+        f'<script type="application/json" id="run-dirs">{_script_json(trace_cmd)}</script>\n'
+        f"<script>{JS}</script>\n</body>\n</html>\n"
+    )
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a <script> element (no ``</`` can end it early)."""
+    return json.dumps(value, sort_keys=True).replace("</", "<\\/")
+
+
+def write_merged_report_html(run_dirs: Sequence[Path], out_dir: Path) -> Path:
+    """``out_dir/report.html`` over the records of several run or sweep dirs (planarena-report
+    with --out); the summary and figures are ``out_dir``'s, the provenance every run's."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = render_page(run_dirs, out_dir)
+    dest = out_dir / REPORT_FILE
+    tmp = dest.with_name(f".{REPORT_FILE}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        fh.write(page)
+    tmp.replace(dest)  # a reader never sees half a page
+    return dest
+
+
+def write_report_html(run_dir: Path, out_dir: Path | None = None) -> Path:
+    """Write ``report.html`` for ``run_dir`` (a run or a sweep dir) into ``out_dir`` (default:
+    the run dir itself) and return its path."""
+    run_dir = Path(run_dir)
+    return write_merged_report_html([run_dir], run_dir if out_dir is None else Path(out_dir))
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;margin:0;
+color:#1b1b1b;background:#fff}
+nav{position:sticky;top:0;background:#24292f;color:#fff;padding:6px 16px;z-index:5}
+nav a{color:#c9d1d9;margin-left:14px;text-decoration:none}nav a:hover{color:#fff}
+main{padding:8px 20px 60px;max-width:1500px}
+h1{font-size:22px;margin:12px 0 2px}h2{font-size:18px;border-bottom:1px solid #ddd;
+padding-bottom:3px;margin-top:28px}h2 small{font-weight:normal;font-size:12px;color:#666}
+h3{font-size:15px;margin:16px 0 6px}h4{margin:12px 0 4px}
+.muted{color:#666}
+table{border-collapse:collapse;font-size:12px}
+td,th{border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f3f5f7}
+table.md td{white-space:nowrap}#headline table.md td{white-space:normal;min-width:6em}
+.scroll{overflow:auto;max-width:100%}.tall{max-height:70vh;border:1px solid #d0d7de}
+details.sec{margin:4px 0;border:1px solid #e1e4e8;border-radius:4px;padding:2px 8px}
+details.sec>summary{cursor:pointer;font-weight:600;padding:3px 0}
+.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
+figure{margin:0;border:1px solid #e1e4e8;padding:6px;background:#fff;max-width:100%}
+figure img{max-width:100%;height:auto;display:block;cursor:zoom-in}
+figure img.zoom{max-width:none;cursor:zoom-out}figcaption{font-size:11px;color:#555}
+#filters{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:center;margin:8px 0}
+#filters select,#filters input{font-size:12px}
+#episodes thead th{position:sticky;top:0;cursor:pointer;user-select:none;z-index:1}
+#episodes th.asc::after{content:' \\25B2'}#episodes th.desc::after{content:' \\25BC'}
+#episodes tbody tr:hover{background:#f6f8fa;cursor:pointer}
+#episodes tbody tr.current{background:#fff5b1}
+.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}
+pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
+code{font-size:12px}
+#trace{position:fixed;inset:0;background:rgba(0,0,0,.35);z-index:10;display:flex;
+justify-content:center;align-items:flex-start;padding:24px}
+#trace[hidden]{display:none}
+#trace .panel{background:#fff;max-width:1200px;width:100%;max-height:calc(100vh - 48px);
+overflow:auto;padding:12px 20px;border-radius:6px;box-shadow:0 4px 24px rgba(0,0,0,.3);
+position:relative}
+#close{position:sticky;top:0;float:right;font-size:22px;border:0;background:#fff;cursor:pointer}
+#trace-body table{margin-bottom:14px}
+#trace-body td code{white-space:pre-wrap;word-break:break-all;font-size:11px}
+#trace-body tr.failed td{background:#ffebe9}#trace-body tr.never td{color:#888}
+#trace-body tr.fault td{background:#fff1d6}
+dl.record{display:grid;grid-template-columns:repeat(3,max-content minmax(0,1fr));gap:1px 10px;
+font-size:12px;margin:0}dl.record dt{font-weight:600;color:#444}dl.record dd{margin:0;
+word-break:break-all}
+#trace-body .why td:nth-child(4){font-weight:600}
+"""
+
+JS = r"""
+(function () {
+"use strict";
+const $ = (s, r) => (r || document).querySelector(s);
+const table = $("#episodes"), tbody = table.tBodies[0];
+const rows = Array.from(tbody.rows);
+const heads = Array.from(table.tHead.rows[0].cells);
+const cols = heads.map(th => th.dataset.col);
+const selects = Array.from(document.querySelectorAll("#filters select"));
+const q = $("#q"), count = $("#count");
+const dirs = JSON.parse($("#run-dirs").textContent);
+rows.forEach((r, i) => { r._i = i; r._text = r.textContent.toLowerCase(); });
+
+function cell(r, col) { return r.cells[cols.indexOf(col)].textContent; }
+function matches(r) {
+  for (const s of selects) {
+    if (s.value !== "" && cell(r, s.dataset.col) !== s.value) return false;
+  }
+  const terms = q.value.toLowerCase().split(/\s+/).filter(Boolean);
+  return terms.every(t => r._text.includes(t));
+}
+function num(t) { const v = parseFloat(t); return isNaN(v) ? 0 : v; }
+function applyFilters() {
+  let n = 0, ok = 0, tokens = 0, lat = 0, cost = 0;
+  for (const r of rows) {
+    const m = matches(r);
+    r.hidden = !m;
+    if (!m) continue;
+    n += 1; ok += cell(r, "success") === "yes" ? 1 : 0;
+    tokens += num(cell(r, "tokens_total")); lat += num(cell(r, "latency_s"));
+    cost += num(cell(r, "cost_usd"));
+  }
+  count.textContent = n === 0 ? `0 of ${rows.length} episodes shown` :
+    `${n} of ${rows.length} episodes shown: success ${(100 * ok / n).toFixed(1)}%, ` +
+    `mean tokens ${Math.round(tokens / n)}, mean latency ${(lat / n).toFixed(1)} s, ` +
+    `total cost $${cost.toFixed(4)}`;
+}
+function sortBy(i, desc) {
+  const numeric = rows.every(r => r.cells[i].textContent === "" ||
+    !isNaN(Number(r.cells[i].textContent)));
+  const key = r => numeric ? num(r.cells[i].textContent) : r.cells[i].textContent;
+  const sorted = rows.slice().sort((a, b) => {
+    const x = key(a), y = key(b);
+    const c = x < y ? -1 : x > y ? 1 : 0;
+    return (desc ? -c : c) || a._i - b._i;
+  });
+  heads.forEach(h => h.classList.remove("asc", "desc"));
+  heads[i].classList.add(desc ? "desc" : "asc");
+  tbody.append(...sorted);
+}
+heads.forEach((h, i) => h.addEventListener("click", () => sortBy(i, h.classList.contains("asc"))));
+selects.forEach(s => s.addEventListener("change", applyFilters));
+q.addEventListener("input", applyFilters);
+$("#reset").addEventListener("click", () => {
+  q.value = ""; selects.forEach(s => { s.value = ""; }); applyFilters();
+});
+$("#expand").addEventListener("click", e => {
+  e.preventDefault();
+  document.querySelectorAll("#tables details").forEach(d => { d.open = true; });
+});
+document.querySelectorAll("figure img").forEach(img => img.addEventListener("click", () => {
+  img.classList.toggle("zoom");
+  if (img.classList.contains("zoom")) img.removeAttribute("width");
+  else img.setAttribute("width", Math.round(img.naturalWidth / 2));
+}));
+tbody.addEventListener("click", e => {
+  const tr = e.target.closest("tr");
+  if (tr && !e.target.closest("a")) location.hash = "episode=" + encodeURIComponent(tr.dataset.k);
+});
+
+// ---- the trace view (rendered from the episode's record and trace line)
+const chunks = new Map();
+async function chunk(i) {
+  if (!chunks.has(i)) {
+    chunks.set(i, (async () => {
+      const text = $("#chunk-" + i).textContent.trim();
+      const bytes = Uint8Array.from(atob(text), c => c.charCodeAt(0));
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      return JSON.parse(await new Response(stream).text());
+    })());
+  }
+  return chunks.get(i);
+}
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  for (const k of kids) {
+    if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  }
+  return e;
+}
+function tbl(head, body, cls) {
+  const t = el("table", cls ? { class: cls } : null);
+  t.append(el("tr", null, ...head.map(h => el("th", null, h))));
+  for (const r of body) {
+    const tr = el("tr", r.cls ? { class: r.cls } : null);
+    for (const c of r.cells) tr.append(el("td", null, c));
+    t.append(tr);
+  }
+  return t;
+}
+const fmtT = v => typeof v === "number" ? v.toFixed(3) : "";
+const js = v => JSON.stringify(v);
+const code = t => el("code", null, t);
+const WHY = {
+  tool_error: "the tool call failed (after the retries and fallback the policy allows)",
+  precondition: "a pre-condition did not hold, so the tool was not called",
+  condition: "a pre-condition could not be evaluated, so the step did not run",
+  unresolved_input: "an argument names a result that does not exist (a failed or absent step)",
+  postcondition: "the tool answered but a post-condition rejected its result",
+};
+function callOf(tr, e) {
+  return (tr.tool_calls || []).find(c => c.tool === e.tool && Math.abs(c.t1 - e.t1) < 1e-9);
+}
+function problems(tr) {
+  const out = [];
+  const add = (t, id, tool, what, detail) => out.push({ cls: "", cells: [fmtT(t), id || "",
+    tool || "", what, detail === undefined ? "" : code(detail)] });
+  for (const e of tr.events || []) {
+    switch (e.event) {
+      case "step": if (!e.ok) {
+        const c = callOf(tr, e);
+        let what = (e.failure || "failed") + (e.error_kind ? " (" + e.error_kind + ")" : "");
+        if (c && c.injected) what += "; the call met an injected fault (" + c.error_kind + ")";
+        add(e.t0, e.id, e.tool, what, (WHY[e.failure] || "") + (c ? "; args " + js(c.args) : ""));
+      } break;
+      case "retry":
+        add(e.t, e.id, e.tool, "retried after " + e.error_kind, "waited " + e.wait_s + " s");
+        break;
+      case "fallback":
+        add(e.t, e.id, e.from, "fell back to " + e.to,
+          e.reason ? "reason: " + e.reason : "after its errors");
+        break;
+      case "skip": add(e.t, e.id, "", "skipped", "a step it depends on failed"); break;
+      case "plan_rejected": case "replan_rejected":
+        add(e.t, "", "", e.event + ": " + e.reason, e.message);
+        break;
+      case "replan_unreachable": add(e.t, "", "", "replanner judged the goal unreachable"); break;
+      case "line_rejected": add(null, "", "", "line rejected: " + e.reason); break;
+      case "parse_error": add(null, "", "", "parse error", e.error); break;
+      case "hallucinated_tool": add(null, "", e.tool, "called a tool that does not exist"); break;
+      case "budget_exhausted": add(null, "", "", "budget exhausted", e.detail); break;
+      case "infrastructure_error": add(null, "", "", "LLM endpoint failed", e.error); break;
+      case "harness_error": add(null, "", "", "harness error: " + e.error, e.traceback); break;
+    }
+  }
+  return out;
+}
+function steps(tr) {
+  let plan = null;
+  for (const e of tr.events || []) if (e.event === "plan" || e.event === "replan") plan = e;
+  if (!plan) return null;
+  const last = {};
+  for (const e of tr.events || []) if (e.event === "step") last[e.id] = e;
+  return plan.steps.map(s => {
+    const e = last[s.id];
+    const outcome = !e ? "never run" : e.ok ? "ok" : "failed: " + (e.failure || "") +
+      (e.error_kind ? " (" + e.error_kind + ")" : "");
+    return { cls: !e ? "never" : e.ok ? "" : "failed",
+      cells: [s.id, e ? e.tool : s.tool, (s.depends_on || []).join(", "), outcome,
+        e && !e.ok ? WHY[e.failure] || "" : ""] };
+  });
+}
+function details(e) {
+  const rest = Object.assign({}, e);
+  for (const k of ["event", "t", "t0", "t1"]) delete rest[k];
+  const text = JSON.stringify(rest);
+  if (text.length < 600) return code(text);
+  return el("details", null, el("summary", null, text.slice(0, 120) + "..."), code(text));
+}
+function shell(s) { return /^[\w@%+=:,./-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'"; }
+function renderTrace(item) {
+  const rec = item.record || {}, tr = item.trace;
+  const body = $("#trace-body");
+  body.replaceChildren();
+  const title = `${rec.planner} / ${rec.task_id} / trial ${rec.trial}`;
+  const outcome = rec.success ? "success" : (rec.failure_mode || "failed");
+  body.append(el("h2", null, title + (item.run ? "  [" + item.run + "]" : "")));
+  body.append(el("p", null, el("strong", { class: rec.success ? "ok" : "bad" }, outcome),
+    ` (stop: ${rec.stop_reason || "?"})`, tr ? ` — grade: ${tr.grade}` : "",
+    rec.detail ? ` — ${rec.detail}` : ""));
+  const cmd = ["planarena-trace", dirs[item.run] || ".", rec.task_id, "--planner", rec.planner,
+    "--trial", String(rec.trial), "--format", "html"].map(shell).join(" ");
+  body.append(el("p", { class: "muted" }, "Plan DAG and timeline figure: ", code(cmd),
+    " (paths relative to this page)."));
+  if (!tr) { body.append(el("p", null, "No trace recorded (write_traces=false?).")); }
+  else {
+    const why = problems(tr);
+    body.append(el("h3", null, `What went wrong (${why.length})`));
+    body.append(why.length ? tbl(["t", "step", "tool", "what", "why / details"], why, "why") :
+      el("p", { class: "muted" }, "No failed step, retry, fallback or rejected plan."));
+    const st = steps(tr);
+    if (st) {
+      body.append(el("h3", null, "Steps of the last plan"));
+      body.append(tbl(["step", "tool", "depends on", "outcome", "why"], st));
+    }
+  }
+  if (tr) {
+    const calls = tr.tool_calls || [];
+    body.append(el("h3", null, `Tool calls (${calls.length})`));
+    body.append(tbl(["#", "tool", "t0", "t1", "ok", "error", "injected", "args"],
+      calls.map((c, i) => ({ cls: c.injected ? "fault" : c.ok ? "" : "failed",
+        cells: [i, c.tool, fmtT(c.t0),
+        fmtT(c.t1), String(c.ok), c.error_kind || "", String(c.injected), code(js(c.args))] }))));
+    const evs = tr.events || [];
+    body.append(el("h3", null, `Events (${evs.length})`));
+    body.append(tbl(["#", "event", "t / t0", "t1", "details"], evs.map((e, i) => ({
+      cls: e.ok === false ? "failed" : "", cells: [i, e.event, fmtT(e.t !== undefined ? e.t : e.t0),
+        fmtT(e.t1), details(e)] }))));
+  }
+  const fields = Object.entries(rec);
+  body.append(el("h3", null, `Episode record (${fields.length} fields)`));
+  const dl = el("dl", { class: "record" });
+  for (const [k, v] of fields) {
+    dl.append(el("dt", null, k), el("dd", null, typeof v === "object" ? js(v) : String(v)));
+  }
+  body.append(dl);
+}
+const panel = $("#trace");
+async function openEpisode(key) {
+  const tr = rows.find(r => r.dataset.k === key);
+  const body = $("#trace-body");
+  panel.hidden = false;
+  panel.dataset.episode = key;
+  rows.forEach(r => r.classList.toggle("current", r === tr));
+  if (!tr) {
+    body.replaceChildren(el("p", null, "No episode " + key + " in this report."));
+    return;
+  }
+  if (typeof DecompressionStream === "undefined") {
+    body.replaceChildren(el("p", null, "This browser cannot inflate the stored traces " +
+      "(DecompressionStream: Chrome 80+, Firefox 113+, Safari 16.4+)."));
+    return;
+  }
+  body.replaceChildren(el("p", { class: "muted" }, "loading..."));
+  const [c, p] = tr.dataset.at.split(".").map(Number);
+  try {
+    renderTrace((await chunk(c))[p]);
+    panel.dataset.rendered = key;
+  } catch (err) {
+    body.replaceChildren(el("p", null, "Could not read this trace: " + err));
+  }
+}
+function closeEpisode() {
+  panel.hidden = true; delete panel.dataset.episode; delete panel.dataset.rendered;
+  rows.forEach(r => r.classList.remove("current"));
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+}
+$("#close").addEventListener("click", closeEpisode);
+panel.addEventListener("click", e => { if (e.target === panel) closeEpisode(); });
+document.addEventListener("keydown", e => {
+  if (e.key === "Escape" && !panel.hidden) closeEpisode();
+});
+function fromHash() {
+  const m = location.hash.match(/^#episode=(.*)$/);
+  if (m) openEpisode(decodeURIComponent(m[1])); else if (!panel.hidden) closeEpisode();
+}
+window.addEventListener("hashchange", fromHash);
+
+// ---- the URL presets: ?q=words&planner=react&sort=latency_s&desc=1&open=<key>
+const params = new URLSearchParams(location.search);
+if (params.get("q") || params.get("filter")) q.value = params.get("q") || params.get("filter");
+for (const s of selects) {
+  const v = params.get(s.dataset.col);
+  if (v !== null && Array.from(s.options).some(o => o.value === v)) s.value = v;
+}
+if (params.get("sort") && cols.includes(params.get("sort"))) {
+  sortBy(cols.indexOf(params.get("sort")), params.get("desc") === "1");
+}
+applyFilters();
+if (params.get("open")) openEpisode(params.get("open")); else fromHash();
+})();
+"""
