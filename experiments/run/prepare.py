@@ -118,7 +118,8 @@ def context_for(
 ) -> EpisodeContext:
     """What the episodes of ``cell`` share: the run's config with the cell's overrides (a
     cell varies the model, the faults' rates, budgets or planner settings, never the tasks)."""
-    if any(k.split(".")[0] in ("env", "n_tasks", "complexity", "seed", "trials") for k in cell.overrides):
+    task_keys = ("env", "n_tasks", "complexity", "seed", "trials")
+    if any(k.split(".")[0] in task_keys for k in cell.overrides):
         raise ConfigError(f"cell {cell.label}: a cell may not change the tasks (env, seed, ...)")
     cell_cfg = with_overrides(container, cell.overrides)
     llm_cfg = cell_cfg["llm"]

@@ -8,16 +8,17 @@ command and seed give byte-identical records (``wall_s`` aside) whatever ``concu
 
 Before any episode the config is validated (one line naming key, value and what is allowed),
 a real LLM endpoint gets one request, and the run dir is locked and bound to the
-configuration's fingerprint (see :mod:`planarena.experiments.records.store`). Errors that are not the agent's
-stop the job with one line and a non-zero exit; they are never recorded as episodes.
+configuration's fingerprint and code version (see :mod:`planarena.experiments.records.identity`).
+Errors that are not the agent's stop the job with one line and a non-zero exit; they are never
+recorded as episodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import shlex
 import os
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -55,6 +56,7 @@ from planarena.experiments.run.overrides import (
     unknown_group_choice,
     unknown_key_override,
 )
+from planarena.experiments.run.plugins import discover, with_plugin_searchpath
 from planarena.experiments.run.prepare import Prepared, prepare, validate, with_config_id
 from planarena.experiments.studies.registry import canonical
 from planarena.experiments.studies.report import render_study
@@ -148,8 +150,8 @@ def finish(
 
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
     strings as categoricals): about 0.2 KB an episode is held, not its whole record."""
-    from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
     from planarena.experiments.analysis.tables import format_completion_table, write_summaries
+    from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
     from planarena.experiments.records.store import write_parquet
 
     cell = (reference_cell,) if reference_cell else ()
@@ -376,13 +378,19 @@ def app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    """Checks the command line in one line each, then runs :func:`app` with the config trees
+    of the ``planarena.configs`` entry-point group on Hydra's search path."""
+    packages, broken = discover()
+    for why in broken:  # a leftover of an uninstalled package: said, not fatal
+        print(f"WARNING: {why}", file=sys.stderr)
+    args = with_plugin_searchpath(sys.argv[1:], packages)
     problem = (
         secret_on_command_line(args) or unknown_group_choice(args) or unknown_key_override(args)
     )
     if problem is not None:
         print(f"planarena: {problem}", file=sys.stderr)
         sys.exit(2)
+    sys.argv[1:] = args  # what Hydra reads
     app()
 
 

@@ -1,4 +1,5 @@
-"""The typed schema of the root config: a bad value is one line naming key, value and what is allowed."""
+"""The typed schema of the root config: a bad value is one line naming key, value and what is
+allowed."""
 
 from __future__ import annotations
 
