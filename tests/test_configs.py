@@ -74,7 +74,9 @@ def test_seed_tables_runs_the_four_architectures_of_the_article() -> None:
 def test_default_runs_every_planner_and_env_at_three_complexities() -> None:
     cfg = composed()
     assert sorted(cfg.planner) == options("planner")
-    assert sorted(cfg.env) == [e for e in options("env") if e != "file"]  # file: a loader
+    full = composed("preset=full")  # the default runs two families; the full job every one
+    assert sorted(full.env) == [e for e in options("env") if e != "file"]  # file: a loader
+    assert set(cfg.env) < set(full.env) and full.planner == cfg.planner
     assert list(cfg.complexity) == ["simple", "medium", "complex"]
     assert cfg.n_tasks >= 20 and cfg.llm.backend == "sim" and cfg.llm.skill == "strong"
 
