@@ -4,9 +4,10 @@ One file beside the records, readable from ``file://`` with no server and no net
 CSS and JS, figures as base64 PNG): the headline and tables of ``summary.md`` rendered, every PNG
 of ``figures/`` grouped by name, a sortable and filterable table of every episode, and the run's
 provenance (``run.json``: code version, commit, source digest, packages, configuration) and
-``status.json``. Each episode row opens that episode's trace: its steps and why each failed,
-its record, its tool calls and its events, laid out as ``planarena-trace --format html`` lays
-them out, with that command given for the plan/timeline figure.
+``status.json``. Each episode row opens that episode's trace: what went wrong (failed steps and
+why, retries, fallbacks, rejected plans), the steps of each plan with their outcome, its tool
+calls, events and record as ``planarena-trace --format html`` tabulates them, and that command
+for the plan/timeline figure.
 
 Why the traces are compressed JSON rendered on click, not per-episode HTML files: the figure of
 ``planarena-trace``'s page takes 0.5-2.5 s an episode to draw (a default run has 2,880), and its
@@ -812,7 +813,9 @@ function problems(tr) {
         add(e.t, e.id, e.from, "fell back to " + e.to,
           e.reason ? "reason: " + e.reason : "after its errors");
         break;
-      case "skip": add(e.t, e.id, "", "skipped", "a step it depends on failed"); break;
+      case "skip":
+        add(e.t, e.id, "", "failed step skipped", "no remaining step needs it: the plan goes on");
+        break;
       case "plan_rejected": case "replan_rejected":
         add(e.t, "", "", e.event + ": " + e.reason, e.message);
         break;
@@ -828,19 +831,26 @@ function problems(tr) {
   return out;
 }
 function steps(tr) {
-  let plan = null;
-  for (const e of tr.events || []) if (e.event === "plan" || e.event === "replan") plan = e;
-  if (!plan) return null;
-  const last = {};
-  for (const e of tr.events || []) if (e.event === "step") last[e.id] = e;
-  return plan.steps.map(s => {
-    const e = last[s.id];
-    const outcome = !e ? "never run" : e.ok ? "ok" : "failed: " + (e.failure || "") +
-      (e.error_kind ? " (" + e.error_kind + ")" : "");
-    return { cls: !e ? "never" : e.ok ? "" : "failed",
-      cells: [s.id, e ? e.tool : s.tool, (s.depends_on || []).join(", "), outcome,
-        e && !e.ok ? WHY[e.failure] || "" : ""] };
+  const evs = tr.events || [];
+  const plans = evs.filter(e => e.event === "plan" || e.event === "replan");
+  const out = [];
+  plans.forEach((plan, n) => {
+    const until = n + 1 < plans.length ? plans[n + 1].t : Infinity;
+    const last = {};
+    for (const e of evs) {
+      if (e.event === "step" && e.t0 >= plan.t && e.t0 < until) last[e.id] = e;
+    }
+    const label = n === 0 ? "plan" : "replan " + n;
+    for (const s of plan.steps) {
+      const e = last[s.id];
+      const outcome = !e ? "never run" : e.ok ? "ok" : "failed: " + (e.failure || "") +
+        (e.error_kind ? " (" + e.error_kind + ")" : "");
+      out.push({ cls: !e ? "never" : e.ok ? "" : "failed",
+        cells: [label, s.id, e ? e.tool : s.tool, (s.depends_on || []).join(", "), outcome,
+          e && !e.ok ? WHY[e.failure] || "" : ""] });
+    }
   });
+  return out.length ? out : null;
 }
 function details(e) {
   const rest = Object.assign({}, e);
@@ -872,8 +882,8 @@ function renderTrace(item) {
       el("p", { class: "muted" }, "No failed step, retry, fallback or rejected plan."));
     const st = steps(tr);
     if (st) {
-      body.append(el("h3", null, "Steps of the last plan"));
-      body.append(tbl(["step", "tool", "depends on", "outcome", "why"], st));
+      body.append(el("h3", null, "Steps of each plan"));
+      body.append(tbl(["plan", "step", "tool", "depends on", "outcome", "why"], st));
     }
   }
   if (tr) {
