@@ -347,7 +347,9 @@ def test_chromium_filters_the_rows_and_opens_a_trace(
     assert parsed.trace.get("data-rendered") == key  # inflated and drawn, not "loading..."
     text = " ".join(parsed.trace_text)
     assert "What went wrong" in text and key.split("/")[1] in text
-    assert step["id"] in text and step["failure"] in text
+    why = dom.split('<table class="why">', 1)[1].split("</table>", 1)[0]  # what went wrong
+    failed_row = f"<td>{step['id']}</td><td>{step['tool']}</td><td>{step['failure']}"
+    assert failed_row in why  # the failed step, with why it failed
     assert f"{len(shown)} of {len(records)} episodes shown" in dom
 
 
