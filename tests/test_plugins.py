@@ -428,6 +428,29 @@ def test_plugin_trees_join_the_search_path_the_checks_read(installed: Path) -> N
 
 
 @pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        (["preset=full"], None),
+        (["preset=full", "n_tasks=3", "experiment=robustness"], None),
+        (["experiment=null"], "experiment=null: experiment cannot be null; to choose none"),
+        (["preset=fulll"], "preset=fulll: no such preset config; choose from full"),
+        (["preset=full", "n_taks=3"], "n_taks=3: no key 'n_taks'; did you mean n_tasks?"),
+    ],
+)
+def test_every_group_of_the_root_defaults_is_a_checked_choice(
+    args: list[str], refused: str | None
+) -> None:
+    """A group the root config's defaults list names (``preset``, added after these checks
+    were written) is a choice, checked by name, not a misspelt key; ``group=null`` (which
+    Hydra stops on with a traceback) is refused in one line."""
+    line = unknown_group_choice(args) or unknown_key_override(args)
+    if refused is None:
+        assert line is None
+    else:
+        assert line is not None and refused in line
+
+
+@pytest.mark.parametrize(
     ("args", "expected"),
     [
         ([], ["hydra.searchpath=[pkg://p.conf]"]),

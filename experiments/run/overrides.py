@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -18,11 +19,35 @@ from planarena.configs import CONFIG_DIR
 CHECKED_GROUPS = ("planner", "env", "llm", "faults", "experiment")
 """Config groups whose options are files of the config search path: a typo in one is refused
 with one line before Hydra composes (Hydra's own error is a block of text, and for the
-optional ``experiment`` group no error at all: the job ran without it)."""
+optional ``experiment`` group no error at all: the job ran without it). The groups the root
+config's defaults list names (``preset``, ...) are checked too: :func:`root_groups`."""
 
 PACKAGED_GROUPS = ("planner", "env")
 """Groups whose options each sit at ``<group>.<option>`` (``# @package planner.react``); the
 other groups' chosen option is the whole ``<group>`` node."""
+
+WHOLE_NODE_GROUPS = ("llm", "faults")
+"""Groups whose chosen option is the whole ``<group>`` node (their keys are checked against
+the chosen option's file)."""
+
+
+@lru_cache(maxsize=1)
+def root_groups() -> tuple[tuple[str, ...], dict[str, str]]:
+    """(the config groups planarena's root config chooses from, in its defaults order, with
+    :data:`CHECKED_GROUPS`; the option it chooses for each group with one option by default:
+    ``llm: sim``, ``faults: default``)."""
+    node = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "config.yaml"), resolve=False)
+    entries = node.get("defaults", []) if isinstance(node, dict) else []
+    groups: list[str] = []
+    chosen: dict[str, str] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        for name, value in entry.items() if isinstance(entry, dict) else []:
+            group = str(name).split()[-1].lstrip("/")  # "optional experiment", "override /x"
+            groups.append(group)
+            if isinstance(value, str):
+                chosen[group] = value
+    return tuple(dict.fromkeys([*groups, *CHECKED_GROUPS])), chosen
+
 
 _VALUE_FLAGS = ("-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name")
 """Hydra's flags that take a value (``-cd DIR`` or ``-cd=DIR``): the value is no override."""
@@ -196,7 +221,8 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
     path: SearchPath | None = None
     for o in parsed:
         group = o.key_or_group
-        if group not in CHECKED_GROUPS or o.is_delete():
+        groups, _ = root_groups()
+        if group not in groups or "/" in group or o.is_delete():
             continue
         if isinstance(o.value(), Glob):
             continue
@@ -204,7 +230,13 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
             values = list(o.sweep_string_iterator())
         else:
             value = o.value()
-            values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            items = value if isinstance(value, list) else [value]
+            if None in items:  # Hydra stops on it with a traceback
+                return (
+                    f"{o.input_line}: {group} cannot be null; to choose none, leave "
+                    f"{group}= out (or delete the default with ~{group})"
+                )
+            values = [str(v) for v in items]
         path = path or search_path(args)
         options = path.options(group)
         for v in values:
@@ -212,7 +244,7 @@ def unknown_group_choice(args: Sequence[str]) -> str | None:
                 problem = _unpackaged(path, group, v)
                 if problem is not None:
                     return problem
-            if v in options or (group == "experiment" and v == "null"):
+            if v in options:
                 continue
             if not path.complete:
                 return None  # a dir Hydra will read and we cannot may hold it
@@ -240,8 +272,9 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
 
     Checked before Hydra composes, from the config files of the search path (planarena's,
     a ``--config-dir``, ``hydra.searchpath`` and plugin trees): the root config's keys, the
-    group option files' keys, and those of a chosen experiment (which may add keys and
-    choose options). Only a key that certainly does not exist is refused; anything this
+    group option files' keys, and those of a chosen experiment or preset (a ``_global_``
+    option of a group the root config's defaults list names: it may add keys and choose
+    options). Only a key that certainly does not exist is refused; anything this
     cannot settle (Hydra's own keys, an option with no file here, a key inside a value, a
     file whose ``# @package`` puts its keys elsewhere, another root config) is left to
     Hydra. ``+key=`` adds a key and is checked after composing, against the schema."""
@@ -255,23 +288,34 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     except Exception:  # noqa: BLE001 - not ours to judge: Hydra reports its own syntax errors
         return None
     sp = search_path(args)
-    chosen = {"llm": "sim", "faults": "default"}  # config.yaml's defaults
+    groups, defaults = root_groups()
+    chosen = {g: v for g, v in defaults.items() if g in WHOLE_NODE_GROUPS}
     given = {
         o.key_or_group: o.value()
         for o in parsed
-        if o.key_or_group in ("llm", "faults", "experiment")
+        if o.key_or_group in groups
+        and o.key_or_group not in PACKAGED_GROUPS
         and not o.is_sweep_override()
         and isinstance(o.value(), str)
     }
     known = _option_keys_at(CONFIG_DIR / "config.yaml")
-    experiment = given.pop("experiment", None)
-    if experiment not in (None, "null"):
-        path = sp.option_file("experiment", str(experiment))
-        if path is None or _package_of(path) != "_global_":
-            return None  # refused elsewhere by name, or keys placed where we cannot tell
-        known.update(_option_keys_at(path))
-        chosen.update(_experiment_choices(path))
-    chosen.update(given)
+    chosen.update({g: v for g, v in given.items() if g in WHOLE_NODE_GROUPS})
+    for group in groups:  # in the defaults' order: a later choice (an experiment) wins
+        option = given.get(group, defaults.get(group))
+        if group in PACKAGED_GROUPS or group in WHOLE_NODE_GROUPS or option in (None, "null"):
+            continue
+        path = sp.option_file(group, str(option))
+        if path is None:
+            return None  # refused elsewhere, by name (or a dir we cannot read holds it)
+        package = _package_of(path)
+        if package == "_global_":  # adds keys and chooses options (preset, experiment)
+            known.update(_option_keys_at(path))
+            choices = _experiment_choices(path)
+            chosen.update({g: v for g, v in choices.items() if g not in given})
+        elif package in ("", group):
+            known[group] = _option_keys_at(path)
+        else:
+            return None  # its keys sit where we cannot tell
     for o in parsed:
         key = o.key_or_group
         if o.is_add() or o.is_force_add() or o.is_delete() or o.package or "@" in key:
@@ -281,10 +325,8 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
         head, *path = key.split(".")
         note = ""  # the option a group's keys come from
         if head == "hydra" or not path:
-            if head not in known and head != "hydra" and head not in CHECKED_GROUPS:
-                return _no_such_key(
-                    o.input_line, head, "", {**known, **dict.fromkeys(CHECKED_GROUPS)}
-                )
+            if head not in known and head != "hydra" and head not in groups:
+                return _no_such_key(o.input_line, head, "", {**known, **dict.fromkeys(groups)})
             continue  # Hydra's own settings; a root key; a group choice (checked by name)
         group_file: Traversable | None
         if head in PACKAGED_GROUPS:
@@ -293,14 +335,14 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
             group_file = sp.option_file(head, option)
             if group_file is not None and _package_of(group_file) != where:
                 continue  # its keys sit elsewhere: Hydra's to judge
-        elif head in ("llm", "faults"):
+        elif head in WHOLE_NODE_GROUPS:
             where, note = head, f" (with {head}={chosen[head]})"
             group_file = sp.option_file(head, chosen[head])
             if group_file is not None and _package_of(group_file) not in ("", head):
                 continue
         else:
             where, group_file = "", None
-        if head in PACKAGED_GROUPS or head in ("llm", "faults"):
+        if head in PACKAGED_GROUPS or head in WHOLE_NODE_GROUPS:
             if group_file is None or not path:
                 continue  # an option with no file here, or the whole option replaced
             node: Any = _option_keys_at(group_file)
@@ -341,7 +383,8 @@ def _option_keys_at(path: Traversable) -> dict[str, Any]:
 
 
 def _experiment_choices(path: Traversable) -> dict[str, str]:
-    """The llm and faults options an experiment file chooses (``override /llm: sim``)."""
+    """The llm and faults options a ``_global_`` file (an experiment, a preset) chooses
+    (``override /llm: sim``)."""
     with path.open("r", encoding="utf-8") as fh:
         defaults = OmegaConf.to_container(OmegaConf.load(fh), resolve=False)
     out = {}
