@@ -1,44 +1,75 @@
-"""analysis.figures: files, colours, Pareto front, and byte-identical output."""
+"""analysis.figures: the file set, sizes, legibility checks on the drawn figures (legend in
+the canvas, tick labels apart, log axes with three labelled ticks, one style per planner),
+intervals, and byte-identical output."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from planarena.experiments.analysis.figures import (
+    BUILDERS,
+    DOUBLE_COLUMN_IN,
     FIGURE_NAMES,
+    FIGURE_VARIANTS,
     KNOWN_PLANNER_COLORS,
     OKABE_ITO,
-    completion_figure,
-    failure_modes_figure,
-    latency_cdf_figure,
-    pareto_figure,
+    PAGE_HEIGHT_IN,
+    SINGLE_COLUMN_IN,
+    cost_per_success_interval,
     pareto_front,
     planner_colors,
-    time_to_success_figure,
+    planner_styles,
     write_figures,
 )
-from planarena.experiments.analysis.figures.style import EXTRA_COLORS
+from planarena.experiments.analysis.figures.layout import log_axis, spread_points
+from planarena.experiments.analysis.figures.style import EXTRA_COLORS, new_figure
+from planarena.experiments.analysis.metrics import summarize
+from planarena.experiments.analysis.stats import boot_rng
+
+PLANNERS = (
+    "react",
+    "plan_execute",
+    "plan_execute_replan",
+    "tot",
+    "bfs",
+    "dfs",
+    "mcts",
+    "topo",
+)
+ENVS = ("code_gen", "pipeline", "rag", "report", "research", "web_nav")
 
 
-def make_episodes(seed: int = 3) -> pd.DataFrame:
-    """Synthetic episodes: a known and an unknown planner, two complexities, some failures."""
+def make_episodes(
+    seed: int = 3,
+    planners: tuple[str, ...] = PLANNERS,
+    envs: tuple[str, ...] = ENVS,
+    n_tasks: int = 3,
+) -> pd.DataFrame:
+    """Synthetic episodes like a default run's: eight planners, six envs, three
+    complexities; tokens spanning 500 to 200k (log axes), costs and some failures. topo
+    copies plan_execute_replan's outcomes and tokens so their markers coincide."""
     rng = np.random.default_rng(seed)
     rows = []
-    for planner in ("react", "zeta_custom", "plan_execute"):
-        for complexity in ("complex", "simple"):
-            for i in range(6):
-                success = bool(rng.random() < 0.6)
-                rows.append(
-                    {
+    scale = {p: 10 ** (2.7 + 2.5 * i / max(len(planners) - 1, 1)) for i, p in enumerate(planners)}
+    for env in envs:
+        for complexity in ("simple", "medium", "complex"):
+            for i in range(n_tasks):
+                twin: dict[str, Any] = {}
+                for planner in planners:
+                    success = bool(rng.random() < 0.6)
+                    tokens = int(scale[planner] * rng.uniform(0.7, 1.4))
+                    row = {
                         "planner": planner,
-                        "env": "report",
+                        "env": env,
                         "complexity": complexity,
-                        "task_id": f"t{i}",
+                        "task_id": f"{env}-{complexity}-{i}",
                         "seed": 0,
                         "trial": 0,
                         "success": success,
@@ -46,464 +77,385 @@ def make_episodes(seed: int = 3) -> pd.DataFrame:
                         "failure_mode": "none"
                         if success
                         else ("dead_end", "budget_exhausted", "false_success")[i % 3],
-                        "tokens_prompt": int(rng.integers(500, 5000)),
+                        "tokens_prompt": tokens - 100,
                         "tokens_completion": 100,
-                        "tokens_total": 0,
+                        "tokens_total": tokens,
                         "llm_calls": 4,
                         "tool_calls": 5,
                         "retries": 1,
                         "fallbacks": 0,
                         "replans": 0,
                         "faults_injected": i % 2,
-                        "latency_s": float(rng.lognormal(2.5, 0.5)),
-                        "cost_usd": 0.01,
+                        "latency_s": float(rng.lognormal(2.5 + 0.3 * (planner == "mcts"), 0.6)),
+                        "cost_usd": tokens * 2e-6,
                     }
-                )
-    df = pd.DataFrame(rows)
-    df["tokens_total"] = df["tokens_prompt"] + df["tokens_completion"]
-    return df
+                    if planner == "plan_execute_replan":
+                        twin = row
+                    if planner == "topo" and twin:
+                        row = {**twin, "planner": "topo"}
+                    rows.append(row)
+    return pd.DataFrame(rows)
 
 
-def test_write_figures_is_byte_identical_and_timestamp_free(tmp_path: Path) -> None:
-    """Two renders of the same records: PDF+PNG of each figure, identical bytes, no dates."""
-    df = make_episodes()
-    first = write_figures(df, tmp_path / "a", seed=0)
-    second = write_figures(df.copy(), tmp_path / "b", seed=0)
-    expected = [
-        tmp_path / "a" / "figures" / f"{n}.{e}" for n in FIGURE_NAMES for e in ("pdf", "png")
-    ]
-    assert first == expected
-    for a, b in zip(first, second, strict=True):
+@pytest.fixture(scope="module")
+def episodes() -> pd.DataFrame:
+    return make_episodes()
+
+
+@pytest.fixture(scope="module")
+def drawn(episodes: pd.DataFrame) -> dict[tuple[str, float], Figure]:
+    """Every figure at both widths, drawn once (``fig.canvas.draw()``) for the checks."""
+    summary = summarize(episodes, ("planner", "env", "complexity"))
+    figures = {}
+    for name in FIGURE_NAMES:
+        for _, width in FIGURE_VARIANTS:
+            kwargs: dict[str, Any] = {"width": width}
+            if name in ("completion", "latency_percentiles", "pareto_tokens"):
+                kwargs["summary"] = summary
+            fig = BUILDERS[name](episodes, **kwargs)
+            fig.canvas.draw()
+            figures[(name, width)] = fig
+    return figures
+
+
+ALL = [(n, w) for n in FIGURE_NAMES for _, w in FIGURE_VARIANTS]
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def legend_outside_canvas(fig: Figure) -> list[str]:
+    """Legends whose drawn box leaves the figure canvas (a pixel of slack)."""
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    bad = []
+    for legend in [*fig.legends, *(a.get_legend() for a in fig.axes if a.get_legend())]:
+        box = legend.get_window_extent(renderer)
+        if (
+            box.x0 < canvas.x0 - 1
+            or box.y0 < canvas.y0 - 1
+            or box.x1 > canvas.x1 + 1
+            or box.y1 > canvas.y1 + 1
+        ):
+            bad.append(str(box))
+    return bad
+
+
+def overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of tick labels of one axis whose drawn text boxes intersect."""
+    renderer = fig.canvas.get_renderer()
+    pairs = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in labels]
+            for i in range(len(boxes)):
+                for j in range(i + 1, len(boxes)):
+                    a, b = boxes[i], boxes[j]
+                    if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1:
+                        pairs.append((labels[i].get_text(), labels[j].get_text()))
+    return pairs
+
+
+def log_axes_with_few_labels(fig: Figure) -> list[list[str]]:
+    """Log axes with fewer than three labelled major ticks in view."""
+    bad = []
+    for ax in fig.axes:
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log":
+                continue
+            low, high = sorted(limits)
+            labels = [
+                t.label1.get_text()
+                for t in axis.get_major_ticks()
+                if t.label1.get_visible()
+                and t.label1.get_text()
+                and low * (1 - 1e-9) <= t.get_loc() <= high * (1 + 1e-9)
+            ]
+            if len(labels) < 3:
+                bad.append(labels)
+    return bad
+
+
+def test_write_figures_writes_one_file_per_metric_at_two_widths(
+    episodes: pd.DataFrame, tmp_path: Path
+) -> None:
+    first = write_figures(episodes, tmp_path / "a", processes=1)
+    names = sorted(p.name for p in first)
+    expected = sorted(
+        f"{n}{suffix}.{ext}"
+        for n in FIGURE_NAMES
+        for suffix, _ in FIGURE_VARIANTS
+        for ext in ("pdf", "png")
+    )
+    assert names == expected
+    assert "completion.png" in names and "completion-1col.pdf" in names
+    assert not [n for n in names if "+" in n]  # no env-pair parts any more
+    second = write_figures(episodes, tmp_path / "b", processes=2)
+    for a, b in zip(sorted(first), sorted(second), strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
-    for pdf in [p for p in first if p.suffix == ".pdf"]:
-        data = pdf.read_bytes()
-        assert data.startswith(b"%PDF")
-        for key in (b"/CreationDate", b"/ModDate", b"/Producer", b"/Creator"):
-            assert key not in data, (pdf.name, key)
-        assert b"/Subtype /Type3" not in data  # TrueType (Type 42) fonts, as publishers want
-    for png in [p for p in first if p.suffix == ".png"]:
-        data = png.read_bytes()
-        assert data.startswith(b"\x89PNG\r\n\x1a\n")
-        assert b"tIME" not in data and b"Software" not in data
+    pdf = (tmp_path / "a" / "figures" / "completion.pdf").read_bytes()
+    assert b"CreationDate" not in pdf and b"Matplotlib" not in pdf
 
 
-def test_known_planners_keep_fixed_colours_and_unknown_ones_take_free_colours() -> None:
-    colors = planner_colors(["zeta", "react", "alpha", "mcts"])
-    assert colors["react"] == KNOWN_PLANNER_COLORS["react"] == OKABE_ITO[0]
-    assert colors["mcts"] == KNOWN_PLANNER_COLORS["mcts"]
-    # unknown planners: sorted by name, next free colour (Okabe-Ito is taken by known ones)
-    assert colors["alpha"] == EXTRA_COLORS[0] and colors["zeta"] == EXTRA_COLORS[1]
-    # stable: the mapping of a planner does not depend on order or on which others exist
-    assert planner_colors(["react"])["react"] == colors["react"]
-    assert planner_colors(["mcts", "zeta", "alpha"]) == {
-        "mcts": colors["mcts"],
-        "zeta": colors["zeta"],
-        "alpha": colors["alpha"],
-    }
-    assert len(set(planner_colors([*KNOWN_PLANNER_COLORS, "x", "y"]).values())) == 10
+@pytest.mark.parametrize(("name", "width"), ALL)
+def test_sizes_are_column_widths_and_a_page_tall_at_most(
+    drawn: dict[tuple[str, float], Figure], name: str, width: float
+) -> None:
+    w, h = drawn[(name, width)].get_size_inches()
+    assert w == pytest.approx(width) and width in (SINGLE_COLUMN_IN, DOUBLE_COLUMN_IN)
+    assert h <= PAGE_HEIGHT_IN + 1e-9
 
 
-def _legend_colors(fig: object) -> dict[str, str]:
-    from matplotlib.colors import to_hex
+def test_heights_grow_with_the_envs() -> None:
+    few = BUILDERS["completion"](make_episodes(envs=ENVS[:2]))
+    many = BUILDERS["completion"](make_episodes(envs=ENVS))
+    assert few.get_figheight() < many.get_figheight() <= PAGE_HEIGHT_IN
 
+
+@pytest.mark.parametrize(("name", "width"), ALL)
+def test_legend_lies_inside_the_canvas(
+    drawn: dict[tuple[str, float], Figure], name: str, width: float
+) -> None:
+    fig = drawn[(name, width)]
+    assert fig.legends, "every figure has a legend"
+    assert legend_outside_canvas(fig) == []
+
+
+@pytest.mark.parametrize(("name", "width"), ALL)
+def test_tick_labels_of_an_axis_never_overlap(
+    drawn: dict[tuple[str, float], Figure], name: str, width: float
+) -> None:
+    assert overlapping_tick_labels(drawn[(name, width)]) == []
+
+
+@pytest.mark.parametrize(("name", "width"), ALL)
+def test_every_log_axis_has_three_labelled_ticks(
+    drawn: dict[tuple[str, float], Figure], name: str, width: float
+) -> None:
+    assert log_axes_with_few_labels(drawn[(name, width)]) == []
+
+
+def test_the_runs_with_wide_spans_do_use_log_axes(
+    drawn: dict[tuple[str, float], Figure],
+) -> None:
+    for name in ("pareto_tokens", "cost_per_success"):
+        fig = drawn[(name, DOUBLE_COLUMN_IN)]
+        assert any(ax.get_xscale() == "log" for ax in fig.axes), name
+
+
+@pytest.mark.parametrize("span", [(1000.0, 1800.0), (0.0031, 0.0045), (50.0, 2e6), (7.0, 7.0)])
+def test_log_axis_ticks_at_least_three_even_on_a_narrow_span(span: tuple[float, float]) -> None:
+    fig = new_figure(1.8, 1.0)  # a panel about as wide as a two-column grid's
+    ax = fig.add_subplot()
+    ticks = log_axis(ax, *span, length_in=ax.get_position().width * 1.8)
+    fig.canvas.draw()
+    assert len(ticks) >= 3
+    assert log_axes_with_few_labels(fig) == []
+    assert overlapping_tick_labels(fig) == []
+
+
+def test_every_planner_has_a_distinct_marker_and_line_style_pair() -> None:
+    names = [*PLANNERS, *(f"custom_{i}" for i in range(30))]
+    styles = planner_styles(names)
+    pairs = [(s.marker, str(s.linestyle)) for s in styles.values()]
+    assert len(set(pairs)) == len(names)
+    assert len({styles[p].marker for p in PLANNERS}) == len(PLANNERS)
+    assert len({str(styles[p].linestyle) for p in PLANNERS}) == len(PLANNERS)
+
+
+def _drawn_styles(fig: Figure) -> dict[str, tuple[str, str]]:
+    """Legend entries: label -> (marker, line style) as drawn in the legend."""
     out = {}
-    for legend in fig.legends:  # type: ignore[attr-defined]
+    for legend in fig.legends:
         for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
-            out[text.get_text()] = to_hex(handle.get_color())
+            if hasattr(handle, "get_marker"):
+                out[text.get_text()] = (str(handle.get_marker()), str(handle.get_linestyle()))
     return out
 
 
-def test_each_planner_has_the_same_colour_in_every_figure() -> None:
-    df = make_episodes()
-    expected = planner_colors(list(dict.fromkeys(df["planner"])))
-    for build in (completion_figure, pareto_figure, latency_cdf_figure):
-        seen = _legend_colors(build(df))
-        assert {p: seen[p] for p in expected} == {p: c.lower() for p, c in expected.items()}
-    # failure bars: the strip under each bar is the planner's colour
-    fig = failure_modes_figure(df)
+@pytest.mark.parametrize("name", [n for n in FIGURE_NAMES if n != "failure_modes"])
+def test_every_figure_draws_each_planner_with_its_one_style(
+    drawn: dict[tuple[str, float], Figure], name: str
+) -> None:
+    styles = planner_styles(PLANNERS)
+    for width in (DOUBLE_COLUMN_IN, SINGLE_COLUMN_IN):
+        legend = _drawn_styles(drawn[(name, width)])
+        assert set(PLANNERS) <= set(legend)
+        seen = {legend[p] for p in PLANNERS}
+        assert len(seen) == len(PLANNERS), "two planners look alike in greyscale"
+        for p in PLANNERS:
+            assert legend[p][0] == styles[p].marker
+
+
+def test_latency_rows_tell_p50_from_p99_and_planners_apart(
+    drawn: dict[tuple[str, float], Figure],
+) -> None:
+    fig = drawn[("latency_percentiles", DOUBLE_COLUMN_IN)]
+    labels = set(_drawn_styles(fig))
+    assert {"P50 (filled)", "P99 (open)"} <= labels
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_xticklabels()]
-    from matplotlib.colors import to_hex
-    from matplotlib.patches import Rectangle
+    marks = [line for line in ax.get_lines() if line.get_marker() not in ("None", "|", ">")]
+    # each planner: a filled and an open marker of its own shape
+    for planner, style in planner_styles(PLANNERS).items():
+        mine = [m for m in marks if m.get_marker() == style.marker]
+        faces = {str(m.get_markerfacecolor()) for m in mine}
+        assert len(mine) == 2 and "white" in faces, planner
 
-    # the failure-mode segments are one patch per mode; the strips are bars (rectangles)
-    strips = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_y() < 0]
-    assert [to_hex(p.get_facecolor()) for p in strips] == [expected[p].lower() for p in labels]
+
+def test_no_tick_reads_0_99_and_no_failure_bar_goes_below_zero(
+    drawn: dict[tuple[str, float], Figure],
+) -> None:
+    for fig in drawn.values():
+        for ax in fig.axes:
+            texts = [t.get_text() for t in [*ax.get_xticklabels(), *ax.get_yticklabels()]]
+            assert "0.99" not in texts
+    for width in (DOUBLE_COLUMN_IN, SINGLE_COLUMN_IN):
+        fig = drawn[("failure_modes", width)]
+        for ax in fig.axes:
+            assert ax.get_xlim()[0] >= 0.0
+            for patch in ax.patches:
+                assert patch.get_path().vertices[:, 0].min() >= -1e-12
+            # no bare numbers printed in the panels (the old counts above the bars)
+            assert not [t for t in ax.texts if t.get_text().strip().isdigit()]
+            for label in ax.get_xticklabels() + ax.get_yticklabels():
+                assert label.get_rotation() == 0.0
 
 
-def test_figures_use_paper_sizes_and_fonts() -> None:
-    df = make_episodes()
-    fig = completion_figure(df)
-    assert fig.get_figwidth() == pytest.approx(3.4)
-    sizes = {t.get_fontsize() for t in fig.axes[0].get_xticklabels()}
-    assert all(7 <= s <= 9 for s in sizes)
-    two_envs = pd.concat([df, df.assign(env="rag")], ignore_index=True)
-    assert completion_figure(two_envs).get_figwidth() == pytest.approx(7.0)
+def test_one_column_figures_say_that_complexities_are_pooled(
+    drawn: dict[tuple[str, float], Figure],
+) -> None:
+    for name in FIGURE_NAMES:
+        narrow, wide = drawn[(name, SINGLE_COLUMN_IN)], drawn[(name, DOUBLE_COLUMN_IN)]
+        assert "complexities pooled" in narrow._supxlabel.get_text()
+        assert "pooled" not in wide._supxlabel.get_text()
+        assert len(wide.axes) == 3 * len(ENVS) and len(narrow.axes) == len(ENVS)
+
+
+def test_completion_intervals_are_the_summarys(
+    drawn: dict[tuple[str, float], Figure], episodes: pd.DataFrame
+) -> None:
+    summary = summarize(episodes, ("planner", "env", "complexity"))
+    fig = drawn[("completion", DOUBLE_COLUMN_IN)]
+    ax = fig.axes[0]  # code_gen, simple
+    row = summary[(summary["env"] == "code_gen") & (summary["complexity"] == "simple")]
+    spans = sorted(
+        tuple(np.round(line.get_xdata(), 9))
+        for line in ax.get_lines()
+        if len(line.get_xdata()) == 2 and line.get_linestyle() != "None"
+    )
+    expected = sorted(
+        (round(lo, 9), round(hi, 9))
+        for lo, hi in zip(row["completion_ci_low"], row["completion_ci_high"], strict=True)
+        if hi > lo
+    )
+    assert [s for s in spans if s[1] > s[0]] == expected
+
+
+def test_pareto_points_have_intervals_on_both_axes_and_none_hides_another(
+    drawn: dict[tuple[str, float], Figure],
+) -> None:
+    fig = drawn[("pareto_tokens", DOUBLE_COLUMN_IN)]
+    for ax in fig.axes:
+        bars = [line for line in ax.get_lines() if len(line.get_xdata()) == 2]
+        across = [b for b in bars if b.get_ydata()[0] == b.get_ydata()[1]]
+        up = [b for b in bars if b.get_xdata()[0] == b.get_xdata()[1]]
+        assert across and up
+        marks = [
+            line
+            for line in ax.get_lines()
+            if len(line.get_xdata()) == 1 and line.get_marker() not in (None, "None", "")
+        ]
+        assert len(marks) == len(PLANNERS)
+        at = np.array([ax.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) for m in marks])
+        size_px = 5.0 / 72.0 * fig.dpi
+        for i in range(len(at)):
+            for j in range(i + 1, len(at)):
+                assert np.hypot(*(at[i] - at[j])) >= size_px * 0.99
+
+
+def test_spread_points_moves_only_colliding_markers() -> None:
+    x = np.array([1.0, 1.0, 1.0, 3.0])
+    y = np.array([0.5, 0.5, 0.5, 0.5])
+    sx, sy = spread_points(x, y, 0.05)
+    assert (sx[3], sy[3]) == (3.0, 0.5)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            assert math.hypot(sx[i] - sx[j], sy[i] - sy[j]) >= 0.1 - 1e-12
+        assert math.hypot(sx[i] - 1.0, sy[i] - 0.5) <= 0.1
+
+
+def test_cost_per_success_interval_is_a_task_bootstrap_open_when_successes_are_rare() -> None:
+    cost = np.full(10, 0.01)
+    tasks = np.arange(10)
+    always = cost_per_success_interval(cost, np.ones(10, bool), tasks, rng=boot_rng(0, "a"))
+    assert always == pytest.approx((0.01, 0.01, 0.01))
+    once = np.zeros(10, bool)
+    once[3] = True
+    est, low, high = cost_per_success_interval(cost, once, tasks, rng=boot_rng(0, "b"))
+    assert est == pytest.approx(0.1) and low <= est and high == math.inf
+    none = cost_per_success_interval(cost, np.zeros(10, bool), tasks, rng=boot_rng(0, "c"))
+    assert all(math.isnan(v) for v in none)
+
+
+def test_known_planners_keep_fixed_colours_and_no_faint_yellow() -> None:
+    assert planner_colors(["topo", "react"]) == {
+        "topo": KNOWN_PLANNER_COLORS["topo"],
+        "react": KNOWN_PLANNER_COLORS["react"],
+    }
+    new = planner_colors(["zeta", "alpha", "react"])
+    assert new["react"] == KNOWN_PLANNER_COLORS["react"]
+    assert new["alpha"] != new["zeta"]
+    assert OKABE_ITO[7] not in new.values() and set(new.values()) <= {
+        *OKABE_ITO,
+        *EXTRA_COLORS,
+    }
 
 
 def test_pareto_front_keeps_only_non_dominated_points() -> None:
-    points = [(100.0, 0.5), (50.0, 0.5), (200.0, 0.9), (300.0, 0.8), (60.0, 0.7), (50.0, 0.4)]
-    assert pareto_front(points) == [1, 4, 2]
-    assert pareto_front([]) == []
+    pts = [(100.0, 0.5), (200.0, 0.9), (150.0, 0.4), (300.0, 0.9), (50.0, 0.1)]
+    assert pareto_front(pts) == [4, 0, 1]
+    assert pareto_front([(1.0, 1.0), (1.0, 1.0)]) == [0, 1]
 
 
 def test_failure_figure_handles_runs_without_failures_and_empty_input_fails() -> None:
-    df = make_episodes().assign(success=True, failure_mode="none")
-    fig = failure_modes_figure(df)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "no failed episodes" in texts and texts.count("n=0") == 3
-    with pytest.raises(ValueError, match="no episodes"):
-        failure_modes_figure(df.iloc[0:0])
-    # a job with no measured episode (its cost cap cut the first) draws no figure
-    assert write_figures(df.iloc[0:0], Path("unused")) == []
-    assert not Path("unused").exists()
-
-
-def _outside(fig: object) -> list[str]:
-    """Artists whose window extent leaves the canvas (after the layout engine ran)."""
-    from matplotlib.legend import Legend
-    from matplotlib.text import Text
-
-    fig.canvas.draw()  # type: ignore[attr-defined]
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    canvas = fig.bbox  # type: ignore[attr-defined]
-    bad = []
-    artists = [*fig.legends, *fig.texts]  # type: ignore[attr-defined]
-    artists += [t for ax in fig.axes for t in ax.texts]  # type: ignore[attr-defined]
-    boxes = [(a, a.get_window_extent(renderer)) for a in artists]
-    # an axes' tight bbox covers everything it draws: tick labels, title, axis labels
-    boxes += [(ax, ax.get_tightbbox(renderer)) for ax in fig.axes]  # type: ignore[attr-defined]
-    for artist, box in boxes:
-        if isinstance(artist, Text) and not artist.get_text():
-            continue
-        if box.width == 0 and box.height == 0:
-            continue
-        tol = 1.0
-        if (
-            box.x0 < canvas.x0 - tol
-            or box.y0 < canvas.y0 - tol
-            or box.x1 > canvas.x1 + tol
-            or box.y1 > canvas.y1 + tol
-        ):
-            kind = "legend" if isinstance(artist, Legend) else type(artist).__name__
-            bad.append(f"{kind}: {box} outside {canvas}")
-    return bad
-
-
-def eight_planner_episodes() -> pd.DataFrame:
-    base = make_episodes()
-    frames = [
-        base[base.planner == "react"].assign(planner=name)
-        for name in ("react", "plan_execute", "plan_execute_replan", "tot", "bfs", "dfs")
-    ]
-    frames += [base[base.planner == "react"].assign(planner=n) for n in ("mcts", "topo")]
-    df = pd.concat(frames, ignore_index=True)
-    modes = list(FAILURE_MODES_ALL)
-    df["failure_mode"] = [
-        "none" if s else modes[i % len(modes)] for i, s in enumerate(df["success"])
-    ]
-    return df
-
-
-FAILURE_MODES_ALL = (
-    "dead_end",
-    "gave_up_after_tool_failure",
-    "precondition_unverified",
-    "plan_logic_error",
-    "hallucinated_tool_call",
-    "malformed_output",
-    "budget_exhausted",
-    "false_success",
-    "correctly_reported_unreachable",
-)
-
-
-@pytest.mark.parametrize("width", [3.4, 7.0])
-def test_no_artist_leaves_the_canvas_at_column_widths(width: float) -> None:
-    from planarena.experiments.analysis.figures import figure_builders
-
-    df = eight_planner_episodes()
-    two_envs = pd.concat([df, df.assign(env="rag")], ignore_index=True)
-    for frame in (df, two_envs):
-        for name, fig in zip(FIGURE_NAMES, figure_builders(frame, width=width), strict=True):
-            assert fig.get_figwidth() == pytest.approx(width)
-            assert _outside(fig) == [], name
-
-
-def test_every_planner_has_its_own_marker_and_no_faint_yellow() -> None:
-    from matplotlib.colors import to_rgb
-    from planarena.experiments.analysis.figures import planner_linestyles, planner_markers
-
-    planners = [*KNOWN_PLANNER_COLORS, "custom_a", "custom_b"]
-    markers = planner_markers(planners)
-    assert len(set(markers.values())) == len(planners)
-    styles = planner_linestyles(list(KNOWN_PLANNER_COLORS))
-    assert len({str(v) for v in styles.values()}) == len(KNOWN_PLANNER_COLORS)
-    for color in planner_colors(planners).values():
-        r, g, b = to_rgb(color)
-        luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
-        assert luminance < 0.75, color  # readable on white (Okabe-Ito yellow is 0.85)
-    assert "#F0E442" not in planner_colors(planners).values()
-
-
-def test_pareto_and_latency_have_one_panel_per_complexity() -> None:
-    df = make_episodes()
-    for build in (pareto_figure, latency_cdf_figure):
-        fig = build(df)
-        titles = [ax.get_title() for ax in fig.axes]
-        assert titles == ["simple", "complex"]
-
-
-def test_latency_percentile_markers_do_not_overlap() -> None:
-    """P50/P99 markers sit on one row per planner under the CDF, never on top of each other."""
-    from collections import Counter
-
-    from matplotlib.collections import PathCollection
-
-    df = make_episodes()
-    fig = latency_cdf_figure(df)
-    for ax in fig.axes:
-        # the markers are one collection per panel: a P50 and a P99 on each planner's row
-        marks = [c for c in ax.collections if isinstance(c, PathCollection)]
-        ys = [round(float(y), 6) for c in marks for _, y in c.get_offsets()]
-        rows = Counter(ys)
-        assert len(rows) == df["planner"].nunique()
-        assert all(y < 0 for y in rows) and set(rows.values()) == {2}
-
-
-def test_pareto_front_is_computed_per_complexity_panel() -> None:
-    df = make_episodes()
-    fig = pareto_figure(df)
-    for ax in fig.axes:
-        # points are one collection per panel, each with its own edge: front points outlined
-        points = [
-            (tuple(xy), edge[3] > 0)
-            for c in ax.collections
-            for xy, edge in zip(c.get_offsets(), c.get_edgecolor(), strict=True)
-        ]
-        front = set(pareto_front([xy for xy, _ in points]))
-        assert front, ax.get_title()  # every panel has its own front
-        assert [i in front for i in range(len(points))] == [edged for _, edged in points]
-
-
-def test_failure_segments_stack_each_planners_shares_to_one() -> None:
-    """Each mode is one patch of rectangles; per planner the segments stack from 0 to 1."""
-    from itertools import pairwise
-
-    from matplotlib.patches import PathPatch
-
-    df = eight_planner_episodes()
-    fig = failure_modes_figure(df)
-    ax = fig.axes[0]
-    heights: dict[float, list[tuple[float, float]]] = {}
-    for patch in ax.patches:
-        if not isinstance(patch, PathPatch):
-            continue
-        corners = patch.get_path().vertices.reshape(-1, 5, 2)
-        for box in corners:
-            (left, low), (right, high) = box.min(axis=0), box.max(axis=0)
-            assert right - left == pytest.approx(0.7)
-            heights.setdefault(round((left + right) / 2, 6), []).append((low, high))
-    assert sorted(heights) == list(range(df["planner"].nunique()))
-    for spans in heights.values():
-        spans.sort()
-        assert spans[0][0] == pytest.approx(0.0) and spans[-1][1] == pytest.approx(1.0)
-        assert all(a[1] == pytest.approx(b[0]) for a, b in pairwise(spans))
-
-
-def test_completion_error_bars_span_the_summary_intervals() -> None:
-    """The error bars (one collection per panel) run from each cell's CI low to its CI high,
-    one bar and two caps per planner and complexity."""
-    from matplotlib.collections import LineCollection, PathCollection
-    from planarena.experiments.analysis.figures.layout import _summary
-
-    df = make_episodes()
-    summary = _summary(df, 0, None)
-    fig = completion_figure(df, summary=summary)
-    ax = fig.axes[0]
-    (bars,) = [c for c in ax.collections if isinstance(c, LineCollection)]
-    spans = sorted((round(s[0][1], 9), round(s[1][1], 9)) for s in bars.get_segments())
-    expected = sorted(
-        (round(lo, 9), round(hi, 9))
-        for lo, hi in zip(summary["completion_ci_low"], summary["completion_ci_high"], strict=True)
-    )
-    assert spans == expected
-    (caps,) = [c for c in ax.collections if isinstance(c, PathCollection)]
-    assert len(caps.get_offsets()) == 2 * len(expected)
-
-
-def long_env_episodes() -> pd.DataFrame:
-    """Three envs with long names and all three complexities: the widest panel titles
-    ("research: complex") in the tightest grids (three panels a row at single width)."""
-    base = make_episodes()
-    base = pd.concat(
-        [base, base[base["complexity"] == "simple"].assign(complexity="medium")],
-        ignore_index=True,
-    )
-    envs = ("research", "web_nav", "code_gen")
-    return pd.concat([base.assign(env=env) for env in envs], ignore_index=True)
-
-
-def _title_problems(fig: Figure) -> list[str]:
-    """Panel titles that leave the figure, leave their panel's column, or overlap another
-    title of the same row, measured on the drawn figure."""
-    from itertools import pairwise
-
+    df = make_episodes(envs=("rag",))
+    df["success"] = True
+    df["failure_mode"] = "none"
+    fig = BUILDERS["failure_modes"](df)
     fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox
-    rows: dict[float, list[Axes]] = {}
-    for ax in fig.axes:  # spare (hidden) panels too: they still take a column
-        rows.setdefault(round(ax.get_window_extent(renderer).y1, 1), []).append(ax)
-    bad = []
-    tol = 0.5
-    for row in rows.values():
-        row.sort(key=lambda ax: ax.get_window_extent(renderer).x0)
-        places = [ax.get_window_extent(renderer) for ax in row]
-        # a column runs from the middle of the gap to the left neighbour to the middle of
-        # the gap to the right one (the figure's edge at either end)
-        edges = [canvas.x0, *((a.x1 + b.x0) / 2 for a, b in pairwise(places)), canvas.x1]
-        titled = []
-        for ax, (left, right) in zip(row, pairwise(edges), strict=True):
-            text = ax.get_title()
-            if not text:
-                continue
-            box = ax.title.get_window_extent(renderer)
-            titled.append((text, box))
-            if box.x0 < canvas.x0 - tol or box.x1 > canvas.x1 + tol or box.y1 > canvas.y1 + tol:
-                bad.append(f"{text!r} leaves the figure: {box} outside {canvas}")
-            if box.x0 < left - tol or box.x1 > right + tol:
-                bad.append(f"{text!r} leaves its column [{left:.1f}, {right:.1f}]: {box}")
-        for (ta, a), (tb, b) in pairwise(titled):
-            if a.x1 > b.x0 - tol:
-                bad.append(f"{ta!r} overlaps {tb!r}: {a} / {b}")
-    return bad
+    assert any("none failed" in t.get_text() for ax in fig.axes for t in ax.texts)
+    with pytest.raises(ValueError):
+        BUILDERS["failure_modes"](df.iloc[0:0])
 
 
-@pytest.mark.parametrize("width", [3.4, 7.0])
-def test_panel_titles_fit_their_columns_with_long_env_names(width: float) -> None:
-    """Every figure at single and double width, three long-named envs: no panel title leaves
-    the figure or its column, and no two titles of a row overlap. At double width they fit
-    as they are, and keep their one line at the paper's title size."""
-    from planarena.experiments.analysis.figures import RC, figure_builders
-
-    df = long_env_episodes()
-    for name, fig in zip(FIGURE_NAMES, figure_builders(df, width=width), strict=True):
-        titles = [ax.title for ax in fig.axes if ax.get_title()]
-        assert titles, name
-        assert _title_problems(fig) == [], name
-        if width == 7.0:
-            assert all("\n" not in t.get_text() for t in titles), name
-            assert {t.get_fontsize() for t in titles} == {RC["axes.titlesize"]}, name
+# --------------------------------------------------------------------------- sabotage aids
+# The checks above are plain functions so that each can be shown to fail on a broken figure.
 
 
-def test_figure_png_is_the_png_save_figure_writes(tmp_path: Path) -> None:
-    """A notebook's PNG is drawn as the saved one (layout solved once, then no engine): the
-    same bytes at the default resolution, from a new figure or one drawn before, and no
-    metadata."""
-    import io
-
-    import PIL.Image
-    from planarena.experiments.analysis.figures import figure_png, save_figure
-
-    df = long_env_episodes()
-    fig = pareto_figure(df, width=3.4)
-    saved = save_figure(fig, tmp_path / "pareto")[1].read_bytes()
-    assert figure_png(pareto_figure(df, width=3.4)) == saved
-    # the same figure again: its layout is solved afresh, not from the last solve
-    assert figure_png(fig) == saved
-    assert figure_png(fig) == saved
-    assert fig.get_layout_engine() is not None  # restored for later draws
-    for chunk in (b"tIME", b"tEXt", b"iTXt", b"zTXt"):
-        assert chunk not in saved, chunk
-    small = PIL.Image.open(io.BytesIO(figure_png(fig, dpi=100)))
-    assert small.size == (340, round(fig.get_figheight() * 100))
+def _sabotaged(build: Callable[[Figure], None]) -> Figure:
+    fig = BUILDERS["completion"](make_episodes(envs=("rag",)), width=DOUBLE_COLUMN_IN)
+    build(fig)
+    fig.canvas.draw()
+    return fig
 
 
-@pytest.mark.parametrize("width", [3.4, 7.0])
-def test_point_markers_stay_inside_their_panels(width: float) -> None:
-    """Points at the ends of a panel's data (fewest or most tokens, the slowest P99, the end
-    of the last curve) are drawn whole inside the panel, clear of its sides' spines, in the
-    narrow three-panel rows at single width too (the rc 5% margin put them under the spine
-    there). Measured from each collection's own marker paths, sizes and edges."""
-    from matplotlib.collections import PathCollection
+def test_the_checks_catch_the_breaks_they_are_for() -> None:
+    def outside(fig: Figure) -> None:
+        fig.legends[0].set_bbox_to_anchor((1.3, 1.0), transform=fig.transFigure)
 
-    df = long_env_episodes()
-    for build in (pareto_figure, latency_cdf_figure, time_to_success_figure):
-        fig = build(df, width=width)
-        fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
-        px_per_pt = fig.dpi / 72.0
-        for ax in fig.axes:
-            panel = ax.get_window_extent(renderer)
-            spine = ax.spines["left"].get_linewidth() / 2 * px_per_pt  # inside the panel
-            for points in [c for c in ax.collections if isinstance(c, PathCollection)]:
-                xs = ax.transData.transform(points.get_offsets())[:, 0]
-                paths = points.get_paths()
-                sizes = np.broadcast_to(points.get_sizes(), len(xs))
-                edges = np.broadcast_to(points.get_linewidths(), len(xs))
-                for i, x in enumerate(xs):
-                    box = paths[i % len(paths)].get_extents()
-                    reach = max(abs(box.x0), abs(box.x1)) * np.sqrt(sizes[i]) + edges[i] / 2
-                    half = reach * px_per_pt
-                    where = f"{build.__name__} {ax.get_title()!r} point {i}"
-                    assert x - half >= panel.x0 + spine, where
-                    assert x + half <= panel.x1 - spine, where
-    # a completion rate of 0 or 1 sits on the y limits: its marker is drawn whole
-    fig = pareto_figure(df, width=width)
-    assert all(not c.get_clip_on() for ax in fig.axes for c in ax.collections)
+    assert legend_outside_canvas(_sabotaged(outside))
 
+    def crowded(fig: Figure) -> None:
+        ticks = np.linspace(0, 1, 40)
+        fig.axes[0].set_xticks(ticks, [f"{t:.2f}" for t in ticks])
 
-def six_env_episodes() -> pd.DataFrame:
-    """The default job's six env families, three complexities, eight planners."""
-    base = eight_planner_episodes()
-    base = pd.concat(
-        [base, base[base["complexity"] == "simple"].assign(complexity="medium")],
-        ignore_index=True,
-    )
-    envs = ("code_gen", "pipeline", "rag", "report", "research", "web_nav")
-    return pd.concat([base.assign(env=env) for env in envs], ignore_index=True)
+    assert overlapping_tick_labels(_sabotaged(crowded))
 
+    def one_tick(fig: Figure) -> None:
+        ax = fig.axes[0]
+        ax.set_xscale("log")
+        ax.set_xlim(2000, 30000)
+        ax.set_xticks([10000])
 
-def test_every_saved_figure_fits_a_page_and_its_parts_hold_each_env_once(
-    tmp_path: Path,
-) -> None:
-    """Six envs made the one-row-per-env figures 13-18 in tall, twice a paper page; each is
-    now saved in parts of whole rows, every part a page or less, together every env once."""
-    from PIL import Image
-    from planarena.experiments.analysis.figures import GRID_FIGURES, PAGE_HEIGHT_IN, page_parts
-
-    df = six_env_episodes()
-    envs = sorted(df["env"].unique())
-    paths = write_figures(df, tmp_path, seed=0, processes=1)
-    for png in [p for p in paths if p.suffix == ".png"]:
-        with Image.open(png) as im:
-            height_in = im.size[1] / im.info["dpi"][1]
-        assert height_in <= PAGE_HEIGHT_IN + 0.01, (png.name, height_in)
-    for name in GRID_FIGURES:
-        parts = page_parts(name, df)
-        assert len(parts) > 1 and [e for part in parts for e in part] == envs, (name, parts)
-        assert max(map(len, parts)) - min(map(len, parts)) <= 1, parts
-        stems = sorted(p.stem for p in paths if p.stem.startswith(f"{name}-"))
-        assert stems == sorted(f"{name}-{'+'.join(part)}" for part in parts for _ in (0, 1))
-    # figures that wrap one panel per env stay whole
-    for name in ("completion_vs_complexity", "failure_modes"):
-        assert (tmp_path / "figures" / f"{name}.pdf") in paths
-
-
-def test_a_part_that_draws_one_env_still_names_it_in_its_titles() -> None:
-    """The file name says which env; the panels must too, once a figure is cut out of a
-    run that holds several (a run of one env needs no env in its titles)."""
-    df = six_env_episodes()
-    for fig in (
-        pareto_figure(df, envs=["rag"]),
-        latency_cdf_figure(df, envs=["rag"]),
-        time_to_success_figure(df, envs=["rag"]),
-    ):
-        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-        assert titles == ["rag: simple", "rag: medium", "rag: complex"], titles
-    one = df[df["env"] == "rag"]
-    titles = [ax.get_title() for ax in pareto_figure(one).axes if ax.get_title()]
-    assert titles == ["simple", "medium", "complex"], titles
-    with pytest.raises(ValueError, match="envs to draw"):
-        pareto_figure(df, envs=["nope"])
+    assert log_axes_with_few_labels(_sabotaged(one_tick))

@@ -60,7 +60,7 @@ def test_multirun_writes_sweep_level_summary_and_figures(tmp_path: Path) -> None
         text=True,
         timeout=120,
     )
-    for name in ("summary.csv", "summary.md", "summary.tex", "figures/latency_cdf.pdf"):
+    for name in ("summary.csv", "summary.md", "summary.tex", "figures/latency_percentiles.pdf"):
         assert (report / name).read_bytes() == (out / name).read_bytes(), name
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from planarena.experiments.analysis import report
-from planarena.experiments.analysis.figures import FIGURE_NAMES
+from planarena.experiments.analysis.figures import FIGURE_NAMES, FIGURE_VARIANTS
 from planarena.experiments.analysis.report import duplicate_episodes, load_runs, main, resolve_seed
 from planarena.experiments.records import runs
 from planarena.experiments.records.columns import EPISODE_COLUMNS
@@ -80,7 +80,7 @@ def test_report_reproduces_the_runs_files_byte_for_byte(
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (run_dir / name).read_bytes(), name
     figures = sorted(p.name for p in (run_dir / "figures").iterdir())
-    assert len(figures) == 2 * len(FIGURE_NAMES)
+    assert len(figures) == 2 * len(FIGURE_NAMES) * len(FIGURE_VARIANTS)  # pdf + png each
     assert sorted(p.name for p in (out / "figures").iterdir()) == figures
     for name in figures:
         assert (out / "figures" / name).read_bytes() == (run_dir / "figures" / name).read_bytes()

@@ -1,11 +1,14 @@
 """CPU seconds spent drawing each default figure: build, layout, PDF save and PNG save.
 
-    python -m planarena.experiments.bench.bench_figures runs/.../episodes.parquet [--repeat 3] [--out DIR]
+    python -m planarena.experiments.bench.bench_figures runs/.../episodes.parquet \
+        [--repeat 3] [--out DIR]
 
-Figures are built and saved exactly as :func:`planarena.experiments.analysis.figures.write_figures` does (one
-process, through :func:`~planarena.experiments.analysis.figures.save_figure`); the time of saving is split into
-the PDF, the PNG and the rest (solving the layout). Times are process CPU seconds (less disturbed
-than wall time by other work on the machine), the minimum over ``--repeat`` runs.
+Figures are built and saved exactly as
+:func:`planarena.experiments.analysis.figures.write_figures` does (one process, through
+:func:`~planarena.experiments.analysis.figures.save_figure`), at both sizes; the time of
+saving is split into the PDF, the PNG and the rest (solving the layout). Times are process
+CPU seconds (less disturbed than wall time by other work on the machine), the minimum over
+``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from planarena.experiments.records.runs import with_swept_columns
 @contextmanager
 def _timed_saves(times: dict[str, float]) -> Iterator[None]:
     """Record the CPU time of each ``Figure.savefig`` call under its format, and of
-    :func:`planarena.experiments.analysis.figures._save_png` (which draws the PNG without ``savefig``)."""
+    :func:`planarena.experiments.analysis.figures.output._save_png` (which draws the PNG
+    without ``savefig``)."""
     original_savefig, original_png = Figure.savefig, getattr(F, "_save_png", None)
 
     def add(fmt: str, start: float) -> None:
@@ -60,19 +64,18 @@ def _timed_saves(times: dict[str, float]) -> Iterator[None]:
 
 def bench(df: pd.DataFrame, out: Path, repeat: int = 1) -> dict[str, dict[str, float]]:
     """``{figure file: {"build": s, "pdf": s, "png": s, "layout": s}}``, each the minimum over
-    ``repeat`` runs (``layout``: the part of ``save_figure`` outside ``savefig``); a figure
-    saved in page-sized parts, as jobs save it, is timed part by part."""
+    ``repeat`` runs (``layout``: the part of ``save_figure`` outside ``savefig``); each figure
+    is timed at both of its sizes, as jobs save them."""
     df = with_swept_columns(df)
     summary = F._summary(df, 0, None)
-    common: dict[str, Any] = {"seed": 0, "planner_order": None, "width": None}
     best: dict[str, dict[str, float]] = {}
     for _ in range(repeat):
-        for name in F.FIGURE_NAMES:
-            parts = F.page_parts(name, df)
-            for envs in parts:
-                stem = F.part_stem(name, envs, len(parts))
+        for suffix, width in F.FIGURE_VARIANTS:
+            common: dict[str, Any] = {"seed": 0, "planner_order": None, "width": width}
+            for name in F.FIGURE_NAMES:
+                stem = F.figure_stem(name, suffix)
                 start = time.process_time()
-                fig = F._build(name, df, summary, common, envs)
+                fig = F._build(name, df, None if F.pooled(width) else summary, common)
                 times = {"build": time.process_time() - start}
                 start = time.process_time()
                 with _timed_saves(times):

@@ -1,6 +1,11 @@
-"""The grid figures (one row of panels per env, one column per complexity: points of
-different complexities are not comparable): the Pareto front of tokens against completion,
-the latency CDF with its P50 and P99, and the share of episodes succeeded by simulated time.
+"""The figures of two quantities per planner: ``pareto_tokens`` (mean tokens against
+completion, with its Pareto front) and ``time_to_success`` (share of episodes succeeded by
+simulated time t), on the env x complexity grid (complexities pooled at one column).
+
+Where two planners' markers would overlap (equal completion and similar tokens, e.g. topo on
+plan_execute_replan), they are spread on a small ring around their common centre, by at most
+about a marker's width, their interval bars moving with them; the captions say so. Tied
+time-to-success curves are drawn 0.6 pt apart vertically per planner for the same reason.
 """
 
 from __future__ import annotations
@@ -9,64 +14,45 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import (
-    FuncFormatter,
-    MaxNLocator,
-    NullFormatter,
-)
+from matplotlib.transforms import ScaledTranslation
 from planarena.experiments.analysis.figures.layout import (
+    Facets,
+    _cell,
     _check,
-    _grid,
-    _grid_title,
-    _keep_inside,
-    _marker_reach_in,
-    _panel_width_in,
+    _facets,
+    _figure_summary,
     _planner_handles,
-    _points,
-    _row_height,
     _spare_work,
-    _summary,
     _thousands,
     _top_legend,
+    _xlabel,
+    linear_axis,
+    log_axis,
+    spread_points,
+    use_log,
 )
+from planarena.experiments.analysis.figures.style import (
+    DOUBLE_COLUMN_IN,
+    RC,
+    PlannerStyle,
+    paper_style,
+    planner_styles,
+)
+from planarena.experiments.analysis.stats import kaplan_meier
 
-# --------------------------------------------------------------------------- style
-from planarena.experiments.analysis.figures.style import RC, _styles, paper_style
-from planarena.experiments.analysis.stats import FloatArray, kaplan_meier, percentile
+MARKER_SIZE = 5.0
+"""Marker size (points) of the points and curve ends."""
 
 
-def _cell_rows(df: pd.DataFrame) -> dict[tuple[str, str, str], np.ndarray]:
-    """Row positions (in table order) of each (env, complexity, planner) cell, found in one
-    pass rather than by comparing three columns for every panel and planner."""
-    groups = df.groupby(["env", "complexity", "planner"], sort=False, observed=True).indices
-    return {(str(e), str(c), str(p)): rows for (e, c, p), rows in groups.items()}
+MARKER_REACH_IN = (MARKER_SIZE / 2 + 0.5) / 72.0
+"""Radius of a drawn marker with its edge, in inches: closer centres overlap."""
 
 
-def _step_curves(
-    ax: Any,
-    curves: Sequence[tuple[np.ndarray, np.ndarray]],
-    colors: Sequence[str],
-    styles: Sequence[Any],
-    lw: float = 1.0,
-) -> None:
-    """Post-step curves (``ax.step(x, y, where="post")`` each) as one collection, each with
-    its colour and line style, drawn in order (no artist per curve)."""
-    segments = []
-    for x, y in curves:
-        steps = np.empty((2 * len(x) - 1, 2))
-        steps[:, 0] = np.repeat(x, 2)[1:]
-        steps[:, 1] = np.repeat(y, 2)[:-1]
-        segments.append(steps)
-    ax.add_collection(
-        LineCollection(segments, colors=list(colors), linestyles=list(styles), linewidths=lw),
-        autolim=True,
-    )
+Y_LIMITS = (-0.05, 1.05)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -90,6 +76,69 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     return front
 
 
+def _grid_height(n_planners: int) -> float:
+    """Inches one env's row of scatter/curve panels wants (tick labels included)."""
+    return 1.25 + 0.0 * n_planners
+
+
+def _panel_size_in(facets: Facets) -> tuple[float, float]:
+    return facets.panel_width_in, max(facets.row_in - 0.3, 0.3)
+
+
+def _to_fraction(values: np.ndarray, lim: tuple[float, float], log: bool) -> np.ndarray:
+    if log:
+        return (np.log10(values) - math.log10(lim[0])) / (math.log10(lim[1]) - math.log10(lim[0]))
+    return (values - lim[0]) / (lim[1] - lim[0])
+
+
+def _from_fraction(frac: np.ndarray, lim: tuple[float, float], log: bool) -> np.ndarray:
+    if log:
+        lo, hi = math.log10(lim[0]), math.log10(lim[1])
+        return np.asarray(10.0 ** (lo + frac * (hi - lo)))
+    return np.asarray(lim[0] + frac * (lim[1] - lim[0]))
+
+
+def _spread(
+    ax: Any, xs: np.ndarray, ys: np.ndarray, size_in: tuple[float, float], xlog: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Data positions at which to draw markers so none hides another (see the module doc);
+    the axis limits must be set."""
+    xlim, ylim = ax.get_xlim(), ax.get_ylim()
+    fx = _to_fraction(xs, xlim, xlog) * size_in[0]
+    fy = _to_fraction(ys, ylim, False) * size_in[1]
+    sx, sy = spread_points(fx, fy, MARKER_REACH_IN)
+    return _from_fraction(sx / size_in[0], xlim, xlog), _from_fraction(sy / size_in[1], ylim, False)
+
+
+def _point(
+    ax: Any,
+    x: float,
+    y: float,
+    xerr: tuple[float, float] | None,
+    yerr: tuple[float, float],
+    style: PlannerStyle,
+    edge: str,
+) -> None:
+    """A planner's marker at (x, y) (its spread position) with interval bars in the
+    planner's line style, across (``xerr``) and up (``yerr``) where finite."""
+    if xerr is not None and all(math.isfinite(v) for v in xerr):
+        ax.plot(list(xerr), [y, y], color=style.color, ls=style.linestyle, lw=0.9, zorder=2)
+    if all(math.isfinite(v) for v in yerr):
+        ax.plot([x, x], list(yerr), color=style.color, ls=style.linestyle, lw=0.9, zorder=2)
+    ax.plot(
+        [x],
+        [y],
+        marker=style.marker,
+        ms=MARKER_SIZE,
+        ls="",
+        color=style.color,
+        markeredgecolor=edge,
+        markeredgewidth=0.6,
+        zorder=3,
+        clip_on=False,
+    )
+
+
 def pareto_figure(
     df: pd.DataFrame,
     *,
@@ -97,176 +146,89 @@ def pareto_figure(
     planner_order: Sequence[str] | None = None,
     summary: pd.DataFrame | None = None,
     width: float | None = None,
-    envs: Sequence[str] | None = None,
 ) -> Figure:
-    """(b) Success vs cost, one panel per complexity (and env): mean tokens_total (x) against
-    completion rate (y), one point per planner (colour and marker), the Pareto front of that
-    panel (no other planner uses fewer tokens and completes more) as a grey staircase, its
-    points outlined. The x axis turns logarithmic when a panel's token means span over 20x.
-    ``envs``: the envs drawn, one row each (default: every env in ``df``).
+    """Success vs cost per env x complexity panel (pooled at one column): mean
+    ``tokens_total`` (x, task-bootstrap 95% interval) against completion rate (y, Wilson or
+    task-bootstrap 95% interval), one point per planner (colour, marker; interval bars in its
+    line style). The panel's Pareto front (no other planner uses fewer tokens and completes
+    more) is a grey staircase through the true positions, its points edged in black.
+    Overlapping markers are spread apart (module doc). Log x (with at least three labelled
+    ticks) when a panel's token means span over 20x.
     """
     _check(df)
     with paper_style():
-        summary = _summary(df, seed, planner_order) if summary is None else summary
-        planners, envs, levels, fig, axes, titles = _grid(
-            df, planner_order, _row_height("pareto_tokens", df), width, envs
+        width = width or DOUBLE_COLUMN_IN
+        summary = _figure_summary(df, seed, planner_order, summary, width)
+        planners = list(dict.fromkeys(df["planner"]))
+        handles = _planner_handles(planners)
+        front_key = Line2D([], [], color="#999999", ls="--", lw=0.8, label="Pareto front")
+        facets = _facets(
+            df,
+            planner_order,
+            width,
+            row_in=_grid_height(len(planners)),
+            legend_labels=[*(h.get_label() for h in handles), "Pareto front"],
         )
-        colors, markers, _ = _styles(planners)
-        size, edge = 26.0, 0.6
-        # a point-size gap between the widest marker and the panel's sides
-        reach = _marker_reach_in(markers.values(), size, edge) + 1.0 / 72.0
-        panel = _panel_width_in(fig.get_figwidth(), len(levels))
-        for r, env in enumerate(envs):
-            for c, level in enumerate(levels):
-                ax = axes[r][c]
-                cells = summary[(summary["env"] == env) & (summary["complexity"] == level)]
-                cells = cells.reset_index(drop=True)
-                xs = cells["tokens_mean"].to_numpy(dtype=float)
-                ys = cells["completion_rate"].to_numpy(dtype=float)
-                front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
-                if front:
-                    ax.step(
-                        [xs[i] for i in front],
-                        [ys[i] for i in front],
-                        where="post",
-                        color="#999999",
-                        lw=0.8,
-                        ls="--",
-                        zorder=1,
-                    )
-                names = [str(p) for p in cells["planner"]]
-                _points(
+        styles = planner_styles(facets.planners)
+        size_in = _panel_size_in(facets)
+        for ax, env, level in facets.panels():
+            cells = _cell(summary, env, level).reset_index(drop=True)
+            xs = cells["tokens_mean"].to_numpy(dtype=float)
+            ys = cells["completion_rate"].to_numpy(dtype=float)
+            x_lo = cells["tokens_mean_ci_low"].to_numpy(dtype=float)
+            x_hi = cells["tokens_mean_ci_high"].to_numpy(dtype=float)
+            y_lo = cells["completion_ci_low"].to_numpy(dtype=float)
+            y_hi = cells["completion_ci_high"].to_numpy(dtype=float)
+            span = [*xs, *x_lo, *x_hi]
+            xlog = use_log(xs)
+            if xlog:
+                positive = [v for v in span if np.isfinite(v) and v > 0]
+                log_axis(ax, min(positive), max(positive), size_in[0], _thousands)
+            else:
+                finite = [v for v in span if np.isfinite(v)] or [0.0, 1.0]
+                linear_axis(ax, min(finite), max(finite), _thousands, zero=False)
+            ax.set_ylim(*Y_LIMITS)
+            front = pareto_front(list(zip(xs.tolist(), ys.tolist(), strict=True)))
+            if front:
+                ax.step(
+                    [xs[i] for i in front],
+                    [ys[i] for i in front],
+                    where="post",
+                    color="#999999",
+                    lw=0.8,
+                    ls="--",
+                    zorder=1,
+                )
+            px, py = _spread(ax, xs, ys, size_in, xlog)
+            for i, planner in enumerate(str(p) for p in cells["planner"]):
+                shift_x, shift_y = px[i] / xs[i] if xlog else px[i] - xs[i], py[i] - ys[i]
+                xerr = (
+                    (x_lo[i] * shift_x, x_hi[i] * shift_x)
+                    if xlog
+                    else (x_lo[i] + shift_x, x_hi[i] + shift_x)
+                )
+                _point(
                     ax,
-                    xs,
-                    ys,
-                    [markers[p] for p in names],
-                    [colors[p] for p in names],
-                    ["black" if i in front else "none" for i in range(len(names))],
-                    size=size,
-                    linewidth=edge,
-                    zorder=3,
-                    clip=False,  # completion 0 or 1 sits on the y limits: draw it whole
+                    float(px[i]),
+                    float(py[i]),
+                    xerr,
+                    (y_lo[i] + shift_y, y_hi[i] + shift_y),
+                    styles[planner],
+                    "black" if i in front else "white",
                 )
-                _keep_inside(ax, reach, panel)
-                positive = xs[xs > 0]
-                if positive.size and positive.max() / positive.min() > 20:
-                    ax.set_xscale("log")
-                    ax.xaxis.set_minor_formatter(NullFormatter())
-                    ax.tick_params(axis="x", which="minor", labelbottom=False)
-                else:
-                    ax.xaxis.set_major_locator(MaxNLocator(3))
-                ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
-                ax.set_ylim(-0.03, 1.03)
-                _grid_title(ax, env, level, titles)
-            axes[r][0].set_ylabel("completion rate")
-        fig.supxlabel("mean tokens per episode", fontsize=RC["axes.labelsize"])
-        handles = _planner_handles(planners, line=False)
-        handles.append(Line2D([], [], color="#999999", ls="--", lw=0.8, label="Pareto front"))
-        _top_legend(fig, handles)
-        _spare_work(fig)
-    return fig
+            ax.set_ylim(*Y_LIMITS)
+            ax.set_yticks([0.0, 0.5, 1.0], ["0", "0.5", "1"])
+        for r in range(len(facets.envs)):
+            facets.axes[r][0].set_ylabel("completion")
+        _xlabel(facets.fig, "mean tokens per episode (95% CIs on both axes)", facets)
+        _top_legend(facets.fig, [*_planner_handles(facets.planners), front_key])
+        _spare_work(facets.fig)
+    return facets.fig
 
 
-STRIP_STEP = 0.075
-"""Height (in CDF units) of each planner's P50/P99 row under a latency CDF."""
-
-
-def latency_cdf_figure(
-    df: pd.DataFrame,
-    *,
-    seed: int = 0,
-    planner_order: Sequence[str] | None = None,
-    width: float | None = None,
-    envs: Sequence[str] | None = None,
-) -> Figure:
-    """(c) Empirical CDF of episode latency (simulated s), one panel per complexity (and env).
-
-    Under each CDF, one row per planner marks its P50 (circle) and P99 (triangle) joined by a
-    line, so no marker hides another. Percentiles use
-    :func:`planarena.experiments.analysis.stats.percentile` (numpy 'linear'); the seed is unused
-    (no resampling). ``envs``: the envs drawn, one row each (default: every env in ``df``).
-    """
-    del seed  # same signature as the other figures; nothing random here
-    _check(df)
-    with paper_style():
-        planners, envs, levels, fig, axes, titles = _grid(
-            df, planner_order, _row_height("latency_cdf", df), width, envs
-        )
-        reach = _marker_reach_in(["o", "^"], 3.5**2, 0.4) + 1.0 / 72.0
-        panel = _panel_width_in(fig.get_figwidth(), len(levels))
-        cells = _cell_rows(df)
-        latency = df["latency_s"].to_numpy(dtype=np.float64)
-        for r, env in enumerate(envs):
-            for c, level in enumerate(levels):
-                ax = axes[r][c]
-                _latency_panel(
-                    ax, latency, [cells.get((env, level, p)) for p in planners], planners
-                )
-                for q in (0.5, 0.99):
-                    ax.axhline(q, color="#BBBBBB", lw=0.5, ls=":", zorder=0)
-                ax.axhline(0.0, color="#777777", lw=0.4, zorder=0)
-                ax.set_ylim(-STRIP_STEP * (len(planners) + 0.8), 1.03)
-                ax.set_yticks([0.0, 0.5, 0.99], ["0", "0.5", "0.99"])
-                _keep_inside(ax, reach, panel)  # P99 markers at a panel's right side
-                _grid_title(ax, env, level, titles)
-            axes[r][0].set_ylabel("share of episodes")
-        fig.supxlabel("latency (simulated s)", fontsize=RC["axes.labelsize"])
-        handles = _planner_handles(planners, marker=False)
-        handles += [
-            Line2D([], [], color="#555555", marker="o", ls="", label="P50"),
-            Line2D([], [], color="#555555", marker="^", ls="", label="P99 (rows below)"),
-        ]
-        _top_legend(fig, handles)
-        _spare_work(fig)
-    return fig
-
-
-def _latency_panel(
-    ax: Any,
-    latency: FloatArray,
-    cell_rows: Sequence[np.ndarray | None],
-    planners: Sequence[str],
-) -> None:
-    """One panel of :func:`latency_cdf_figure`: each planner's CDF over its rows of the cell
-    (``cell_rows``, None for a planner without episodes there) and its P50-P99 row below."""
-    colors, _, styles = _styles(planners)
-    # the P50-P99 rows: one collection of lines and one of markers per panel
-    curves, drawn = [], []
-    spans, span_colors, marks, mark_colors, marks_at = [], [], [], [], []
-    for j, (planner, rows) in enumerate(zip(planners, cell_rows, strict=True)):
-        if rows is None:
-            continue
-        lat = np.sort(latency[rows])
-        ecdf = np.arange(1, lat.size + 1, dtype=np.float64) / lat.size
-        color = colors[planner]
-        curves.append((np.concatenate([[lat[0]], lat]), np.concatenate([[0.0], ecdf])))
-        drawn.append(planner)
-        y = -STRIP_STEP * (j + 1)
-        p50, p99 = percentile(lat, 50), percentile(lat, 99)
-        spans.append([(p50, y), (p99, y)])
-        span_colors.append(color)
-        marks += ["o", "^"]
-        mark_colors += [color, color]
-        marks_at += [(p50, y), (p99, y)]
-    if drawn:
-        _step_curves(ax, curves, [colors[p] for p in drawn], [styles[p] for p in drawn])
-    if spans:
-        ax.add_collection(
-            LineCollection(spans, colors=span_colors, linewidths=0.8, capstyle="projecting"),
-            autolim=True,
-        ).set_zorder(3)
-        at = np.asarray(marks_at, dtype=np.float64)
-        _points(
-            ax,
-            at[:, 0],
-            at[:, 1],
-            marks,
-            mark_colors,
-            ["black"] * len(marks),
-            size=3.5**2,
-            linewidth=0.4,
-            zorder=4,
-        )
+CURVE_OFFSET_PT = 0.6
+"""Vertical display offset between consecutive planners' time-to-success curves (points),
+so tied curves stay visible side by side."""
 
 
 def time_to_success_figure(
@@ -274,77 +236,101 @@ def time_to_success_figure(
     *,
     seed: int = 0,
     planner_order: Sequence[str] | None = None,
+    summary: pd.DataFrame | None = None,
     width: float | None = None,
-    envs: Sequence[str] | None = None,
     estimator: str = "incidence",
 ) -> Figure:
-    """(e) Time to success per planner (colour, line style), one panel per complexity (and env).
+    """Time to success per planner (colour, line style), one panel per env x complexity
+    (pooled at one column).
 
     ``estimator="incidence"`` (default): the share of *all* episodes that had succeeded by
     simulated time t (a failure is a competing event that never turns into a success), so
-    each curve ends at the completion rate. ``"km"``: Kaplan-Meier ``1 - S(t)`` with failed
-    episodes censored at their end (:func:`planarena.experiments.analysis.stats.kaplan_meier`),
-    the time distribution had failed episodes gone on; it reaches 1 whenever the last event is a
-    success, so it must not be read as a completion rate (summary.csv gives its median).
-    A marker ends each curve. ``envs``: the envs drawn, one row each (default: every env).
+    each curve ends at the completion rate; the planner's marker ends it, with the
+    summary's 95% completion interval as a vertical bar in its line style. ``"km"``:
+    Kaplan-Meier ``1 - S(t)`` with failed episodes censored at their end
+    (:func:`planarena.experiments.analysis.stats.kaplan_meier`), the time distribution had
+    failed episodes gone on (no interval drawn: it is not a completion rate). Curves are
+    drawn :data:`CURVE_OFFSET_PT` apart per planner and end markers spread where they would
+    overlap (module doc).
     """
     if estimator not in ("incidence", "km"):
         raise ValueError(f"estimator must be 'incidence' or 'km', got {estimator!r}")
-    del seed
     _check(df)
     with paper_style():
-        planners, envs, levels, fig, axes, titles = _grid(
-            df, planner_order, _row_height("time_to_success", df), width, envs
+        width = width or DOUBLE_COLUMN_IN
+        summary = _figure_summary(df, seed, planner_order, summary, width)
+        planners = list(dict.fromkeys(df["planner"]))
+        handles = _planner_handles(planners)
+        facets = _facets(
+            df,
+            planner_order,
+            width,
+            row_in=_grid_height(len(planners)),
+            legend_labels=[h.get_label() for h in handles],
         )
-        colors, markers, styles = _styles(planners)
-        edge = float(matplotlib.rcParams["lines.markeredgewidth"])
-        reach = _marker_reach_in(markers.values(), 3.5**2, edge) + 1.0 / 72.0
-        panel = _panel_width_in(fig.get_figwidth(), len(levels))
-        cells = _cell_rows(df)
-        all_success = df["success"].to_numpy(dtype=bool)
-        all_latency = df["latency_s"].to_numpy(dtype=np.float64)
-        for r, env in enumerate(envs):
-            for c, level in enumerate(levels):
-                ax = axes[r][c]
-                curves, drawn = [], []
-                for planner in planners:
-                    rows = cells.get((env, level, planner))
-                    if rows is None:
-                        continue
-                    success = all_success[rows]
-                    latency = all_latency[rows]
-                    if estimator == "km":
-                        times, surv = kaplan_meier(latency, success)
-                        curve = 1.0 - surv
-                    else:
-                        times = np.sort(latency[success])
-                        curve = np.arange(1, times.size + 1) / latency.size
-                    xs = np.concatenate([[0.0], times, [latency.max()]])
-                    ys = np.concatenate([[0.0], curve, [curve[-1] if curve.size else 0.0]])
-                    curves.append((xs, ys))
-                    drawn.append(planner)
-                if drawn:
-                    _step_curves(ax, curves, [colors[p] for p in drawn], [styles[p] for p in drawn])
-                    # a marker ends each curve (all above the curves, in planner order)
-                    _points(
-                        ax,
-                        np.array([xs[-1] for xs, _ in curves]),
-                        np.array([ys[-1] for _, ys in curves]),
-                        [markers[p] for p in drawn],
-                        [colors[p] for p in drawn],
-                        [colors[p] for p in drawn],
-                        size=3.5**2,
-                        linewidth=edge,
-                        zorder=2,
-                    )
-                ax.set_ylim(-0.03, 1.03)
-                _keep_inside(ax, reach, panel)  # the markers that end the curves
-                _grid_title(ax, env, level, titles)
-            axes[r][0].set_ylabel(
-                "share of episodes succeeded" if estimator == "incidence" else "1 - S(t), KM"
-            )
+        styles = planner_styles(facets.planners)
+        size_in = _panel_size_in(facets)
+        n = len(facets.planners)
+        for ax, env, level in facets.panels():
+            cells = _cell(df, env, level)
+            sums = _cell(summary, env, level).set_index("planner")
+            ends: list[tuple[str, float, float]] = []
+            top = float(cells["latency_s"].max()) if len(cells) else 1.0
+            linear_axis(ax, 0.0, top, zero=True)
+            ax.set_ylim(*Y_LIMITS)
+            for j, planner in enumerate(facets.planners):
+                sub = cells[cells["planner"] == planner]
+                if sub.empty:
+                    continue
+                success = sub["success"].to_numpy(dtype=bool)
+                latency = sub["latency_s"].to_numpy(dtype=np.float64)
+                if estimator == "km":
+                    times, surv = kaplan_meier(latency, success)
+                    curve = 1.0 - surv
+                else:
+                    times = np.sort(latency[success])
+                    curve = np.arange(1, times.size + 1) / latency.size
+                xs = np.concatenate([[0.0], times, [latency.max()]])
+                ys = np.concatenate([[0.0], curve, [curve[-1] if curve.size else 0.0]])
+                shift = ScaledTranslation(
+                    0.0, (j - (n - 1) / 2) * CURVE_OFFSET_PT / 72.0, facets.fig.dpi_scale_trans
+                )
+                style = styles[planner]
+                ax.step(
+                    xs,
+                    ys,
+                    where="post",
+                    color=style.color,
+                    ls=style.linestyle,
+                    lw=1.0,
+                    transform=ax.transData + shift,
+                    zorder=2,
+                )
+                ends.append((planner, float(xs[-1]), float(ys[-1])))
+            if ends:
+                ex = np.array([e[1] for e in ends])
+                ey = np.array([e[2] for e in ends])
+                px, py = _spread(ax, ex, ey, size_in, False)
+                for (planner, _, y_true), x, y in zip(ends, px, py, strict=True):
+                    yerr = (math.nan, math.nan)
+                    if estimator == "incidence" and planner in sums.index:
+                        shift_y = y - y_true
+                        yerr = (
+                            float(sums.at[planner, "completion_ci_low"]) + shift_y,
+                            float(sums.at[planner, "completion_ci_high"]) + shift_y,
+                        )
+                    _point(ax, float(x), float(y), None, yerr, styles[planner], "black")
+            ax.set_yticks([0.0, 0.5, 1.0], ["0", "0.5", "1"])
+        label = "share succeeded" if estimator == "incidence" else "1 - S(t), KM"
+        for r in range(len(facets.envs)):
+            facets.axes[r][0].set_ylabel(label)
         xlabel = "simulated s" if estimator == "incidence" else "simulated s (failures censored)"
-        fig.supxlabel(xlabel, fontsize=RC["axes.labelsize"])
-        _top_legend(fig, _planner_handles(planners))
-        _spare_work(fig)
-    return fig
+        if estimator == "incidence":
+            xlabel += " (end marker: completion, 95% CI)"
+        _xlabel(facets.fig, xlabel, facets)
+        _top_legend(facets.fig, _planner_handles(facets.planners))
+        _spare_work(facets.fig)
+    return facets.fig
+
+
+__all__ = ["RC", "pareto_figure", "pareto_front", "time_to_success_figure"]

@@ -1,6 +1,16 @@
-"""Sizes and layout shared by the figures: widths, legends, panel titles that fit, grids of
-panels (one row per env), how a figure taller than a page is cut into parts, and the
+"""Sizes and layout shared by the figures: the env x complexity grid of panels every figure
+draws on, legends inside the canvas, axis ticks that never collide (log axes with at least
+three labelled ticks), markers spread apart where they would hide each other, and the
 per-cell numbers every figure draws (the summary table's).
+
+Every figure is written at two widths (:data:`FIGURE_VARIANTS`). At double-column width
+(7 in) the grid has one row per env and one column per complexity. At single-column width
+(3.4 in) three columns of panels, each narrower than an inch, cannot hold planner names, eight
+markers and their intervals legibly, so the one-column figure **pools the complexities of an
+env** (one panel per env, one row each; every number recomputed over the pooled episodes with
+the same estimators, its x label saying "complexities pooled"). Heights grow with the number
+of envs, rows shrinking to keep a figure within a page (:data:`PAGE_HEIGHT_IN`) down to
+:data:`MIN_ROW_IN` a row (past about 10 envs a figure is taller than a page: draw fewer envs).
 
 Everything is measured in inches, so one layout holds for the PDF and the PNG.
 """
@@ -8,10 +18,10 @@ Everything is measured in inches, so one layout holds for the PDF and the PNG.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -21,23 +31,43 @@ from matplotlib.markers import MarkerStyle
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import (
     FixedLocator,
+    FuncFormatter,
     Locator,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
     NullLocator,
 )
-from planarena.experiments.analysis.cells import (
-    COMPLEXITY_ORDER,
-    DEFAULT_BY,
-)
+from planarena.experiments.analysis.cells import COMPLEXITY_ORDER, DEFAULT_BY
 
 # --------------------------------------------------------------------------- style
 from planarena.experiments.analysis.figures.style import (
-    DOUBLE_COLUMN_IN,
     RC,
-    SINGLE_COLUMN_IN,
-    _styles,
     new_figure,
+    planner_styles,
 )
 from planarena.experiments.analysis.metrics import summarize
+
+PAGE_HEIGHT_IN = 9.0
+"""Text height of a two-column conference page (NeurIPS, ICML: 9 in): no figure is taller
+(up to about 10 envs, see :data:`MIN_ROW_IN`)."""
+
+
+MIN_ROW_IN = 0.75
+"""Smallest height of one env's row of panels (tick labels included) before a figure may
+outgrow a page: eight planner rows at 6 pt still apart."""
+
+
+POOL_BELOW_IN = 5.0
+"""Figures narrower than this pool complexities (one panel per env): the one-column size."""
+
+
+HEADER_IN = 0.22
+"""Room for the complexity headers above the top row of panels."""
+
+
+XLABEL_IN = 0.3
+"""Room for the shared x label under the grid."""
 
 
 def _ordered_planners(df: pd.DataFrame, planner_order: Sequence[str] | None) -> list[str]:
@@ -54,18 +84,136 @@ def _ordered_complexities(values: Sequence[str]) -> list[str]:
 
 
 def _envs(df: pd.DataFrame) -> list[str]:
-    """One panel per env, sorted by name (matching :func:`sort_cells`)."""
+    """One row of panels per env, sorted by name (matching :func:`sort_cells`)."""
     return sorted(map(str, set(df["env"])))
 
 
-WIDE_AFTER_PLANNERS = 4
-"""More planners than this (or several panels) get a double-column figure by default."""
+def pooled(width: float) -> bool:
+    """Whether a figure ``width`` inches wide pools complexities (the one-column size)."""
+    return width < POOL_BELOW_IN
 
 
-def _width(n_panels: int, n_planners: int = 1) -> float:
-    """Single column unless panels or legend entries would be squeezed below 8 pt legibility."""
-    wide = n_panels > 1 or n_planners > WIDE_AFTER_PLANNERS
-    return DOUBLE_COLUMN_IN if wide else SINGLE_COLUMN_IN
+@dataclass
+class Facets:
+    """A figure's grid of panels: ``axes[r][c]`` draws env ``envs[r]`` at complexity
+    ``levels[c]`` (``levels == [None]`` when complexities are pooled)."""
+
+    fig: Figure
+    axes: Any
+    envs: list[str]
+    levels: list[str | None]
+    planners: list[str]
+    row_in: float
+
+    def panels(self) -> Iterator[tuple[Any, str, str | None]]:
+        """Every panel with its env and complexity, row by row."""
+        for r, env in enumerate(self.envs):
+            for c, level in enumerate(self.levels):
+                yield self.axes[r][c], env, level
+
+    @property
+    def panel_width_in(self) -> float:
+        """Estimated width of one panel before layout (for tick thinning and jitter)."""
+        width = self.fig.get_figwidth()
+        left = _planner_label_room(self.planners) if self.names_on_y else 0.45
+        return (width - left - 0.3 - 0.12 * (len(self.levels) - 1)) / len(self.levels)
+
+    @property
+    def pooled(self) -> bool:
+        return self.levels == [None]
+
+    names_on_y: bool = False
+
+
+def _cell(frame: pd.DataFrame, env: str, level: str | None) -> pd.DataFrame:
+    """The rows of ``frame`` (episodes or summary) that one panel draws."""
+    keep = frame["env"].astype(str) == env
+    if level is not None:
+        keep &= frame["complexity"].astype(str) == level
+    return frame[keep]
+
+
+def _facets(
+    df: pd.DataFrame,
+    planner_order: Sequence[str] | None,
+    width: float,
+    *,
+    row_in: float,
+    legend_labels: Sequence[str],
+    names_on_y: bool = False,
+) -> Facets:
+    """The grid of a figure ``width`` wide: one row per env (``row_in`` tall, less when the
+    figure would outgrow a page), one column per complexity or one pooled column.
+
+    Complexity headers top the columns; env names label the rows on the right (as a facet
+    grid's margin titles), so panels need no titles of their own.
+    """
+    planners = _ordered_planners(df, planner_order)
+    envs = _envs(df)
+    levels: list[str | None] = (
+        [None] if pooled(width) else list(_ordered_complexities(list(df["complexity"])))
+    )
+    fixed = _legend_height(width, legend_labels) + XLABEL_IN
+    fixed += 0.0 if levels == [None] else HEADER_IN
+    row = min(row_in, max(MIN_ROW_IN, (PAGE_HEIGHT_IN - fixed - 0.02) / len(envs)))
+    fig = new_figure(width, fixed + row * len(envs))
+    axes = fig.subplots(len(envs), len(levels), sharey=True, squeeze=False)
+    facets = Facets(fig, axes, envs, levels, planners, row, names_on_y)
+    for c, level in enumerate(levels):
+        if level is not None:
+            axes[0][c].set_title(level)
+    for r, env in enumerate(envs):
+        _row_label(axes[r][-1], env, row)
+    return facets
+
+
+def _row_label(ax: Any, env: str, row_in: float) -> None:
+    """The env's name right of its row, rotated; smaller and broken at ``_`` when long."""
+    room = row_in - 0.3
+    text, size = env, 6.0
+    for candidate in (float(RC["axes.labelsize"]), 7.0, 6.0):
+        if _text_width_in(env, candidate) <= room:
+            size = candidate
+            break
+    else:
+        text = _break_words(env, room, size)
+    ax.annotate(
+        text,
+        xy=(1.0, 0.5),
+        xycoords="axes fraction",
+        xytext=(4, 0),
+        textcoords="offset points",
+        rotation=270,
+        ha="left",
+        va="center",
+        fontsize=size,
+        annotation_clip=False,
+    )
+
+
+PLANNER_LABEL_PT = 7.0
+"""Planner names on the y axis: 7 pt (smaller when a row is too low for them)."""
+
+
+def _planner_label_room(planners: Sequence[str]) -> float:
+    """Inches the planner names take left of the first column."""
+    return max((_text_width_in(p, PLANNER_LABEL_PT) for p in planners), default=0.0) + 0.12
+
+
+def _planner_rows(facets: Facets, rows_per_planner: float = 1.0) -> None:
+    """Planner rows on the shared y axis, first planner on top, named on the first column
+    in a size that keeps the names apart (a row of the panel per planner)."""
+    n = len(facets.planners)
+    panel_in = facets.row_in - 0.3  # less the x tick labels
+    size = min(PLANNER_LABEL_PT, 72.0 * panel_in / max(n, 1) / 1.3 * rows_per_planner)
+    for r in range(len(facets.envs)):
+        ax = facets.axes[r][0]
+        ax.set_yticks(range(n), facets.planners, fontsize=max(size, 5.0))
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.tick_params(axis="y", length=0, pad=2)
+    for ax, _, _ in facets.panels():
+        ax.grid(axis="y", color="#E4E4E4", lw=0.5, zorder=0)
+        ax.set_axisbelow(True)
 
 
 def _text_width_in(text: str, size: float) -> float:
@@ -125,35 +273,6 @@ TITLE_BREAKS = ("_", "-", " ")
 """Where a line still too wide at the smallest size may break (after the character)."""
 
 
-class _Titles:
-    """Panel titles as a figure sets them: every panel with the same font size and line
-    breaks, so panels look alike (chosen by :func:`_fit_titles`)."""
-
-    def __init__(self, text: Mapping[str, str], size: float, extra_lines: int) -> None:
-        self.text = dict(text)
-        self.size = size
-        self.extra_lines = extra_lines
-
-    @property
-    def extra_in(self) -> float:
-        """Height the title's extra lines add to a row of panels (figures grow by it, so a
-        wrapped title does not squash the plots)."""
-        return self.extra_lines * self.size * 1.2 / 72.0  # rc text line spacing 1.2
-
-    def set(self, ax: Any, title: str) -> None:
-        """Give ``ax`` its fitted title (the rc size stays implicit, as before fitting)."""
-        if self.size == TITLE_SIZES_PT[0]:
-            ax.set_title(self.text[title])
-        else:
-            ax.set_title(self.text[title], fontsize=self.size)
-
-
-def _panel_width_in(width: float, ncols: int) -> float:
-    """Estimated width of one panel of a ``ncols``-column grid (all panels of a constrained
-    grid are equally wide), before any layout has run."""
-    return (width - PANEL_LEFT_IN - PANEL_GAP_IN * (ncols - 1)) / max(ncols, 1)
-
-
 def _break_words(line: str, room: float, size: float) -> str:
     """``line`` broken after :data:`TITLE_BREAKS` characters wherever it exceeds ``room``."""
     pieces, word = [], ""
@@ -170,42 +289,6 @@ def _break_words(line: str, room: float, size: float) -> str:
         else:
             lines[-1] += piece
     return "\n".join(line.rstrip() for line in lines)
-
-
-def _fit_titles(titles: Sequence[str], width: float, ncols: int) -> _Titles:
-    """The first way of setting ``titles`` in which every one fits its panel at ``width``.
-
-    Titles too wide for a panel overlap their neighbours' or leave the figure (a long env
-    name at single-column width). In order: as they are at the paper's size (so titles
-    that fit look as always); broken after the ``"env:"`` prefix, at that size; the same a
-    step or two smaller; as a last resort, lines broken again at ``_``, ``-`` or spaces.
-    One choice per figure, so its panels keep one look.
-    """
-    room = _panel_width_in(width, ncols) - TITLE_MARGIN_IN
-    broken = {t: t.replace(": ", ":\n", 1) for t in titles}
-    candidates = [({t: t for t in titles}, TITLE_SIZES_PT[0])]
-    candidates += [(broken, size) for size in TITLE_SIZES_PT]
-    for text, size in candidates:
-        if all(_text_width_in(t, size) <= room for t in text.values()):
-            break
-    else:
-        size = TITLE_SIZES_PT[-1]
-        text = {
-            t: "\n".join(_break_words(line, room, size) for line in b.split("\n"))
-            for t, b in broken.items()
-        }
-    lines = max((t.count("\n") for t in text.values()), default=0)
-    return _Titles(text, size, lines)
-
-
-def _env_titles(envs: Sequence[str], width: float, ncols: int) -> _Titles:
-    """Titles of one-panel-per-env figures (none when there is a single env)."""
-    return _fit_titles([f"env: {env}" for env in envs] if len(envs) > 1 else [], width, ncols)
-
-
-def _panel_title(ax: Any, env: str, titles: _Titles, n_envs: int) -> None:
-    if n_envs > 1:
-        titles.set(ax, f"env: {env}")
 
 
 def _spare_work(fig: Figure) -> None:
@@ -283,126 +366,12 @@ class _InView(Locator):
         self.base.set_params(**kwargs)
 
 
-def _top_legend(fig: Figure, handles: list[Any]) -> None:
-    """The shared legend above the axes, in as many columns as fit the figure's width."""
-    labels = [h.get_label() for h in handles]
-    fig.legend(
-        handles=handles,
-        loc="outside upper center",
-        ncols=_legend_cols(fig.get_figwidth(), labels),
-        columnspacing=1.0,
-        handlelength=1.8,
-    )
-
-
-def _planner_handles(
-    planners: Sequence[str], *, line: bool = True, marker: bool = True
-) -> list[Any]:
-    colors, markers, styles = _styles(planners)
-    return [
-        Line2D(
-            [],
-            [],
-            color=colors[p],
-            marker=markers[p] if marker else None,
-            ls=styles[p] if line else "",
-            label=p,
-        )
-        for p in planners
-    ]
-
-
 def _check(df: pd.DataFrame) -> None:
     if df.empty:
         raise ValueError("no episodes to plot")
     missing = [c for c in ("planner", "env", "complexity", "success") if c not in df.columns]
     if missing:
         raise KeyError(f"episode table is missing columns: {missing}")
-
-
-PAGE_HEIGHT_IN = 9.0
-"""Text height of a two-column conference page (NeurIPS, ICML: 9 in). A figure with one row
-of panels per env that would be taller is written in parts of whole rows (see
-:func:`page_parts`), so every saved figure fits a page."""
-
-
-GRID_FIGURES: tuple[str, ...] = ("pareto_tokens", "latency_cdf", "time_to_success")
-"""Figures with one row of panels per env (the others wrap one panel per env)."""
-
-
-def _row_height(name: str, df: pd.DataFrame) -> float:
-    """Height of one env's row of panels in a grid figure (inches, before titles)."""
-    if name == "latency_cdf":  # room for the P50/P99 rows under each CDF
-        return 1.9 + 0.1 * len(df["planner"].unique())
-    return 1.9
-
-
-def _grid_layout(
-    df: pd.DataFrame, planner_order: Sequence[str] | None, width: float | None
-) -> tuple[list[str], list[str], list[str], float, _Titles, float]:
-    """Planners, every env, complexities, the figure's width, the panel titles (fitted over
-    every env, so the parts of a split figure look alike) and the legend's height."""
-    planners = _ordered_planners(df, planner_order)
-    envs = _envs(df)
-    levels = _ordered_complexities(list(df["complexity"]))
-    width = width or _width(len(levels), len(planners))
-    names = [f"{e}: {c}" for e in envs for c in levels] if len(envs) > 1 else levels
-    titles = _fit_titles(names, width, len(levels))
-    legend = _legend_height(width, [*planners, "Pareto front", "P99 (rows below)"])
-    return planners, envs, levels, width, titles, legend
-
-
-def _grid_height(n_rows: int, height: float, titles: _Titles, legend: float) -> float:
-    return (height + titles.extra_in) * n_rows + 0.25 * (n_rows - 1) + legend
-
-
-def _grid(
-    df: pd.DataFrame,
-    planner_order: Sequence[str] | None,
-    height: float,
-    width: float | None,
-    envs: Sequence[str] | None = None,
-) -> tuple[list[str], list[str], list[str], Figure, Any, _Titles]:
-    """Planners, the envs drawn (``envs``, default every env in ``df``), complexities, a grid
-    of panels (one row per env, one column per complexity: points of different complexities
-    are not comparable) and their titles (:func:`_grid_title`), fitted to the panels' width.
-    Titles name the env whenever ``df`` holds several, also in a part that draws one."""
-    planners, every_env, levels, width, titles, legend = _grid_layout(df, planner_order, width)
-    rows = list(every_env if envs is None else envs)
-    unknown = sorted(set(rows) - set(every_env))
-    if unknown or not rows:
-        raise ValueError(f"envs to draw must be some of {every_env}, got {rows}")
-    fig = new_figure(width, _grid_height(len(rows), height, titles, legend))
-    axes = fig.subplots(len(rows), len(levels), sharey=True, squeeze=False)
-    return planners, rows, levels, fig, axes, titles
-
-
-def page_parts(
-    name: str,
-    df: pd.DataFrame,
-    *,
-    planner_order: Sequence[str] | None = None,
-    width: float | None = None,
-    page_height: float = PAGE_HEIGHT_IN,
-) -> list[list[str]]:
-    """The envs of each part figure ``name`` is saved in: all of them in one part when the
-    figure fits ``page_height``, else the fewest parts of consecutive envs that each fit (as
-    even as possible, larger parts first). Figures that wrap one panel per env: one part."""
-    envs = _envs(df)
-    if name not in GRID_FIGURES:
-        return [envs]
-    _, _, _, _, titles, legend = _grid_layout(df, planner_order, width)
-    height = _row_height(name, df)
-    fits = max(
-        (
-            n
-            for n in range(1, len(envs) + 1)
-            if _grid_height(n, height, titles, legend) <= page_height
-        ),
-        default=1,
-    )
-    n_parts = math.ceil(len(envs) / fits)
-    return [list(map(str, part)) for part in np.array_split(np.array(envs, dtype=object), n_parts)]
 
 
 def _points(
@@ -462,21 +431,235 @@ def _marker_reach_in(markers: Iterable[str], size: float, linewidth: float) -> f
     return (reach * math.sqrt(size) + linewidth / 2) / 72.0
 
 
-def _keep_inside(ax: Any, reach_in: float, length_in: float) -> None:
-    """Widen the x margin so points at the ends of the data keep ``reach_in`` inches from
-    the panel's sides (the rc 5% is less than a marker in a narrow panel, which the spine
-    then cuts in half); panels where the rc margin is enough are left as they are."""
-    need = reach_in / max(length_in - 2.0 * reach_in, 1e-6)
-    if need > float(matplotlib.rcParams["axes.xmargin"]):
-        ax.margins(x=need)
+def _top_legend(fig: Figure, handles: list[Any]) -> None:
+    """The shared legend above the panels, inside the canvas, in as many columns as fit."""
+    labels = [h.get_label() for h in handles]
+    fig.legend(
+        handles=handles,
+        loc="outside upper center",
+        ncols=_legend_cols(fig.get_figwidth(), labels),
+        columnspacing=1.0,
+        handlelength=2.4,
+    )
 
 
-def _grid_title(ax: Any, env: str, complexity: str, titles: _Titles) -> None:
-    named = f"{env}: {complexity}"
-    titles.set(ax, named if named in titles.text else complexity)
+def _planner_handles(
+    planners: Sequence[str], *, line: bool = True, marker: bool = True
+) -> list[Any]:
+    """One legend entry per planner with its colour, marker and line style."""
+    styles = planner_styles(planners)
+    return [
+        Line2D(
+            [],
+            [],
+            color=styles[p].color,
+            marker=styles[p].marker if marker else None,
+            markeredgecolor="black",
+            markeredgewidth=0.4,
+            ls=styles[p].linestyle if line else "",
+            lw=1.0,
+            label=p,
+        )
+        for p in planners
+    ]
 
 
-def _summary(df: pd.DataFrame, seed: int, planner_order: Sequence[str] | None) -> pd.DataFrame:
+def _compact(value: float, _pos: object = None) -> str:
+    """Short tick labels: 1500 -> 1.5k, 2e6 -> 2M, 0.004 -> 0.004 (3 significant digits)."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _thousands(value: float, _pos: object = None) -> str:
+    """Token counts: 1500 -> 1.5k, 20000 -> 20k."""
+    return _compact(value)
+
+
+LOG_STEPS: tuple[tuple[float, ...], ...] = ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0))
+"""Mantissas of log-axis ticks, tried coarse to fine until three ticks fall in view."""
+
+
+def use_log(values: Iterable[float], ratio: float = 20.0) -> bool:
+    """A log axis when the positive, finite values span more than ``ratio`` times."""
+    v = np.asarray([x for x in values if np.isfinite(x) and x > 0], dtype=np.float64)
+    return bool(v.size >= 2 and v.max() / v.min() > ratio)
+
+
+def _log_candidates(lo: float, hi: float, steps: Sequence[float]) -> list[float]:
+    first, last = math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1
+    values = [m * 10.0**k for k in range(first, last + 1) for m in steps]
+    return [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+
+
+def log_axis(
+    ax: Any,
+    lo: float,
+    hi: float,
+    length_in: float,
+    formatter: Callable[[float, object], str] = _compact,
+    axis: str = "x",
+) -> list[float]:
+    """A log ``axis`` over [lo, hi] (positive) with at least three labelled ticks that fit
+    ``length_in`` inches side by side; returns the ticks.
+
+    Decades when three fit in view, else 1-2-5, else 1-1.5-2-3-5-7; when even those give
+    fewer than three, the limits widen to the next ticks. Ticks are thinned (every other
+    one, never below three) until their labels fit with a gap. Minor ticks are unlabelled.
+    """
+    pad = (hi / lo) ** 0.06 if hi > lo else 1.5
+    lo, hi = lo / pad, hi * pad
+    ticks: list[float] = []
+    for steps in LOG_STEPS:
+        ticks = _log_candidates(lo, hi, steps)
+        if len(ticks) >= 3:
+            break
+    fine = _log_candidates(lo / 100.0, hi * 100.0, LOG_STEPS[1])
+    while len(ticks) < 3:  # widen to the neighbouring 1-2-5 values, above first
+        above = [v for v in fine if v > hi * (1 + 1e-9)]
+        below = [v for v in fine if v < lo * (1 - 1e-9)]
+        if above and (len(ticks) % 2 == 0 or not below):
+            hi = above[0]
+        else:
+            lo = below[-1]
+        ticks = _log_candidates(lo, hi, LOG_STEPS[1])
+    size = float(RC["xtick.labelsize"] if axis == "x" else RC["ytick.labelsize"])
+    per_decade = length_in / math.log10(hi / lo)
+    while len(ticks) > 3 and not _labels_fit(ticks, per_decade, formatter, size):
+        thinner = ticks[::2] if len(ticks[::2]) >= 3 else [ticks[0], ticks[-1]]
+        if len(thinner) < 3:  # keep three: the ends and the middle one
+            thinner = [ticks[0], ticks[len(ticks) // 2], ticks[-1]]
+        if thinner == ticks:
+            break
+        ticks = thinner
+    set_scale = ax.set_xscale if axis == "x" else ax.set_yscale
+    set_lim = ax.set_xlim if axis == "x" else ax.set_ylim
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    set_scale("log")
+    set_lim(lo, hi)
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(formatter))
+    target.set_minor_locator(LogLocator(subs=(2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)))
+    target.set_minor_formatter(NullFormatter())
+    return ticks
+
+
+def _labels_fit(
+    ticks: Sequence[float],
+    per_decade_in: float,
+    formatter: Callable[[float, object], str],
+    size: float,
+) -> bool:
+    """Whether neighbouring tick labels of a log axis (``per_decade_in`` inches a decade)
+    keep at least 0.1 in between them."""
+    widths = [_text_width_in(formatter(t, None), size) for t in ticks]
+    for i in range(len(ticks) - 1):
+        gap = per_decade_in * math.log10(ticks[i + 1] / ticks[i])
+        if gap < (widths[i] + widths[i + 1]) / 2 + 0.1:
+            return False
+    return True
+
+
+def linear_axis(
+    ax: Any,
+    lo: float,
+    hi: float,
+    formatter: Callable[[float, object], str] = _compact,
+    *,
+    zero: bool = True,
+) -> None:
+    """A linear x axis over [lo, hi] (from 0 when ``zero``), at most four labelled ticks."""
+    lo = min(lo, 0.0) if zero else lo
+    span = (hi - lo) or max(abs(hi), 1.0)
+    ax.set_xlim(lo - 0.06 * span if not zero else lo, hi + 0.09 * span)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=3, min_n_ticks=3))
+    ax.xaxis.set_major_formatter(FuncFormatter(formatter))
+
+
+def value_axis(
+    ax: Any,
+    values: Iterable[float],
+    length_in: float,
+    formatter: Callable[[float, object], str] = _compact,
+) -> None:
+    """The x axis of a panel of positive values: log when they span over 20x, else linear
+    from 0 (a reader compares bar-like lengths)."""
+    v = [x for x in values if np.isfinite(x)]
+    if not v:
+        ax.set_xlim(0.0, 1.0)
+        ax.xaxis.set_major_locator(FixedLocator([]))
+        return
+    if use_log(v):
+        positive = [x for x in v if x > 0]
+        log_axis(ax, min(positive), max(positive), length_in, formatter)
+    else:
+        linear_axis(ax, 0.0, max(max(v), 1e-12), formatter)
+
+
+def spread_points(
+    x_in: np.ndarray, y_in: np.ndarray, reach_in: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (inches in a panel) moved apart so no two markers of radius ``reach_in``
+    overlap: each group of points closer than a marker's width is laid on a small ring
+    around its centre (at most a marker's width away from the true point for a pair).
+    Deterministic, order-preserving; isolated points do not move."""
+    n = x_in.size
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    gap = 2.0 * reach_in
+    for i in range(n):
+        for j in range(i + 1, n):
+            if np.hypot(x_in[i] - x_in[j], y_in[i] - y_in[j]) < gap:
+                parent[root(j)] = root(i)
+    xs, ys = x_in.astype(np.float64).copy(), y_in.astype(np.float64).copy()
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(root(i), []).append(i)
+    for members in groups.values():
+        k = len(members)
+        if k < 2:
+            continue
+        cx, cy = float(np.mean(x_in[members])), float(np.mean(y_in[members]))
+        radius = 1.05 * reach_in / math.sin(math.pi / k)
+        for m, i in enumerate(members):
+            angle = math.pi / 2 + 2 * math.pi * m / k if k > 2 else math.pi * m
+            xs[i] = cx + radius * math.cos(angle)
+            ys[i] = cy + radius * math.sin(angle)
+    return xs, ys
+
+
+def _summary(
+    df: pd.DataFrame, seed: int, planner_order: Sequence[str] | None, pool: bool = False
+) -> pd.DataFrame:
     """The same per-cell numbers as summary.csv (so figure and table always agree); seeds
-    pooled (their tasks are different tasks) when a figure covers several."""
-    return summarize(df, DEFAULT_BY, seed=seed, planner_order=planner_order)
+    pooled (their tasks are different tasks); complexities pooled too when ``pool``."""
+    by = ("planner", "env") if pool else DEFAULT_BY
+    return summarize(df, by, seed=seed, planner_order=planner_order)
+
+
+def _figure_summary(
+    df: pd.DataFrame,
+    seed: int,
+    planner_order: Sequence[str] | None,
+    summary: pd.DataFrame | None,
+    width: float,
+) -> pd.DataFrame:
+    """The summary a figure ``width`` wide draws: the given one (per complexity) unless the
+    figure pools complexities."""
+    if pooled(width):
+        return _summary(df, seed, planner_order, pool=True)
+    return _summary(df, seed, planner_order) if summary is None else summary
+
+
+def _xlabel(fig: Figure, text: str, facets: Facets) -> None:
+    """The shared x label, saying when complexities are pooled."""
+    if facets.pooled:
+        text += ", complexities pooled"
+    fig.supxlabel(text, fontsize=RC["axes.labelsize"])

@@ -8,7 +8,7 @@ import io
 import logging
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -21,23 +21,33 @@ from planarena.experiments.analysis.cells import (
     DEFAULT_BY,
     swept_keys,
 )
-from planarena.experiments.analysis.figures.completion import completion_figure
-from planarena.experiments.analysis.figures.curves import (
-    latency_cdf_figure,
-    pareto_figure,
-    time_to_success_figure,
-)
+from planarena.experiments.analysis.figures.curves import pareto_figure, time_to_success_figure
 from planarena.experiments.analysis.figures.failures import failure_modes_figure
-from planarena.experiments.analysis.figures.layout import (
-    GRID_FIGURES,
-    _check,
-    _envs,
-    _summary,
-    page_parts,
+from planarena.experiments.analysis.figures.forest import (
+    completion_figure,
+    cost_per_success_figure,
+    latency_percentiles_figure,
+)
+from planarena.experiments.analysis.figures.layout import _check, _summary, pooled
+from planarena.experiments.analysis.figures.style import (
+    DOUBLE_COLUMN_IN,
+    FIGURE_NAMES,
+    FIGURE_VARIANTS,
+    PDF_METADATA,
+    paper_style,
 )
 
-# --------------------------------------------------------------------------- style
-from planarena.experiments.analysis.figures.style import FIGURE_NAMES, PDF_METADATA, paper_style
+__all__ = [
+    "BUILDERS",
+    "FIGURE_NAMES",
+    "FIGURE_VARIANTS",
+    "figure_builders",
+    "figure_png",
+    "figure_stem",
+    "pooled",
+    "save_figure",
+    "write_figures",
+]
 from planarena.experiments.records.runs import with_swept_columns
 
 
@@ -135,28 +145,38 @@ def figure_png(fig: Figure, dpi: float | None = None) -> bytes:
     return buf.getvalue()
 
 
+BUILDERS: dict[str, Callable[..., Figure]] = {
+    "completion": completion_figure,
+    "cost_per_success": cost_per_success_figure,
+    "latency_percentiles": latency_percentiles_figure,
+    "failure_modes": failure_modes_figure,
+    "pareto_tokens": pareto_figure,
+    "time_to_success": time_to_success_figure,
+}
+"""The function that draws each of :data:`FIGURE_NAMES`."""
+
+
+TAKES_SUMMARY = ("completion", "latency_percentiles", "pareto_tokens", "time_to_success")
+"""Figures that draw the summary's numbers (the others compute theirs from the records)."""
+
+
 def _build(
     name: str,
     df: pd.DataFrame,
-    summary: pd.DataFrame,
+    summary: pd.DataFrame | None,
     common: Mapping[str, Any],
-    envs: Sequence[str] | None = None,
 ) -> Figure:
-    if name in GRID_FIGURES:
-        common = {**common, "envs": envs}
-    elif envs is not None and list(envs) != _envs(df):
-        raise ValueError(f"{name} draws every env; only {GRID_FIGURES} draw parts")
-    if name == "completion_vs_complexity":
-        return completion_figure(df, summary=summary, **common)
-    if name == "pareto_tokens":
-        return pareto_figure(df, summary=summary, **common)
-    if name == "latency_cdf":
-        return latency_cdf_figure(df, **common)
-    if name == "failure_modes":
-        return failure_modes_figure(df, **common)
-    if name == "time_to_success":
-        return time_to_success_figure(df, **common)
-    raise ValueError(f"unknown figure {name!r}; expected one of {FIGURE_NAMES}")
+    if name not in BUILDERS:
+        raise ValueError(f"unknown figure {name!r}; expected one of {FIGURE_NAMES}")
+    if name in TAKES_SUMMARY:
+        return BUILDERS[name](df, summary=summary, **common)
+    return BUILDERS[name](df, **common)
+
+
+def figure_stem(name: str, suffix: str) -> str:
+    """File stem of one size of a figure: ``completion`` (two-column) or
+    ``completion-1col`` (one column)."""
+    return f"{name}{suffix}"
 
 
 def figure_builders(
@@ -167,27 +187,24 @@ def figure_builders(
     summary: pd.DataFrame | None = None,
     width: float | None = None,
 ) -> list[Figure]:
-    """Every figure of :data:`FIGURE_NAMES`, in that order (``width`` forces one width)."""
-    summary = _summary(df, seed, planner_order) if summary is None else summary
+    """Every figure of :data:`FIGURE_NAMES`, in that order, ``width`` wide (default: two
+    columns)."""
+    width = width or DOUBLE_COLUMN_IN
+    if summary is None and not pooled(width):
+        summary = _summary(df, seed, planner_order)
     common: dict[str, Any] = {"seed": seed, "planner_order": planner_order, "width": width}
     return [_build(name, df, summary, common) for name in FIGURE_NAMES]
 
 
-# The figures a pool of forked workers draws: (file stem, name, records, summary, common, envs
-# drawn), set by :func:`write_figures` just before it forks, so the records are inherited
-# rather than pickled to every worker.
-_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame, dict[str, Any], list[str]]] = []
+# The figures a pool of forked workers draws: (file stem, name, records, summary, common), set
+# by :func:`write_figures` just before it forks, so the records are inherited rather than
+# pickled to every worker.
+_PENDING: list[tuple[Path, str, pd.DataFrame, pd.DataFrame | None, dict[str, Any]]] = []
 
 
 def _draw_pending(i: int) -> list[Path]:
-    stem, name, df, summary, common, envs = _PENDING[i]
-    return save_figure(_build(name, df, summary, common, envs), stem)
-
-
-def part_stem(name: str, envs: Sequence[str], parts: int) -> str:
-    """File stem of one part of a figure: ``name`` when it is whole, else
-    ``name-<env>+<env>...`` (env names hold no ``-``; a ``+`` is safe in LaTeX paths)."""
-    return name if parts == 1 else f"{name}-{'+'.join(envs)}"
+    stem, name, df, summary, common = _PENDING[i]
+    return save_figure(_build(name, df, summary, common), stem)
 
 
 def _figure_processes(n_figures: int) -> int:
@@ -209,13 +226,17 @@ def write_figures(
 ) -> list[Path]:
     """Write every figure as PDF and PNG into ``out_dir/figures/``; returns the paths.
 
+    One file per metric (:data:`FIGURE_NAMES`), each at two widths
+    (:data:`FIGURE_VARIANTS`): ``<name>.pdf/.png`` two columns wide (7 in, one panel per env
+    x complexity) and ``<name>-1col.pdf/.png`` one column wide (3.4 in, complexities
+    pooled, see :mod:`~planarena.experiments.analysis.figures.layout`). Every figure holds
+    every env, at most a page tall.
+
     Pass the ``summary`` that :func:`~planarena.experiments.analysis.tables.write_summaries`
-    returned to avoid computing (and bootstrapping) it twice; it is used only when it has one row
-    per planner x env x complexity. Seeds are pooled in a figure (each seed's tasks are other
-    tasks); any other swept config value gets its own set of figures in
-    ``figures/<key=value,...>/``, so conditions are never pooled. A figure with one row per env that
-    would be taller than a page (:data:`PAGE_HEIGHT_IN`) is saved in parts,
-    ``<name>-<env>+<env>...``, each a page or less (:func:`page_parts`). Identical records give
+    returned to avoid computing (and bootstrapping) it twice; it is used only when it has one
+    row per planner x env x complexity. Seeds are pooled in a figure (each seed's tasks are
+    other tasks); any other swept config value gets its own set of figures in
+    ``figures/<key=value,...>/``, so conditions are never pooled. Identical records give
     identical bytes.
 
     Figures are drawn by ``processes`` forked workers (default: one per available core, at
@@ -242,15 +263,14 @@ def write_figures(
         summary = None
     else:
         parts.append((Path(out_dir) / "figures", df))
-    common: dict[str, Any] = {"seed": seed, "planner_order": planner_order, "width": None}
     pending = []
     for fig_dir, sub in parts:
         sub_summary = _summary(sub, seed, planner_order) if summary is None else summary
-        for name in FIGURE_NAMES:
-            pages = page_parts(name, sub, planner_order=planner_order)
-            for envs in pages:
-                stem = fig_dir / part_stem(name, envs, len(pages))
-                pending.append((stem, name, sub, sub_summary, common, envs))
+        for suffix, width in FIGURE_VARIANTS:
+            common: dict[str, Any] = {"seed": seed, "planner_order": planner_order, "width": width}
+            for name in FIGURE_NAMES:
+                stem = fig_dir / figure_stem(name, suffix)
+                pending.append((stem, name, sub, None if pooled(width) else sub_summary, common))
     n = _figure_processes(len(pending)) if processes is None else max(1, processes)
     # the PDF backend (with fontTools) is imported on the first PDF save: once here, before
     # the fork, rather than once in every worker (~0.2 CPU s each)

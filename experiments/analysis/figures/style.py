@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -175,13 +176,22 @@ PNG_METADATA: Mapping[str, Any] = {"Software": None}
 
 
 FIGURE_NAMES: tuple[str, ...] = (
-    "completion_vs_complexity",
-    "pareto_tokens",
-    "latency_cdf",
+    "completion",
+    "cost_per_success",
+    "latency_percentiles",
     "failure_modes",
+    "pareto_tokens",
     "time_to_success",
 )
-"""File stems written by :func:`write_figures`, in output order."""
+"""One file per metric, written by :func:`write_figures` in this order."""
+
+
+FIGURE_VARIANTS: tuple[tuple[str, float], ...] = (
+    ("", DOUBLE_COLUMN_IN),
+    ("-1col", SINGLE_COLUMN_IN),
+)
+"""(file suffix, width in inches) of the two sizes every figure is written in:
+``<name>.pdf`` spans both columns, ``<name>-1col.pdf`` fits one."""
 
 
 @contextmanager
@@ -217,10 +227,33 @@ def planner_markers(planners: Sequence[str]) -> dict[str, str]:
 
 
 def planner_linestyles(planners: Sequence[str]) -> dict[str, Any]:
-    """Stable planner -> line style mapping (known planners fixed, others by sorted name)."""
+    """Stable planner -> line style mapping (known planners fixed, others by sorted name).
+
+    Unknown planners step through the styles one further every time the extra markers wrap
+    around, so no two planners share a (marker, line style) pair (up to 80 unknown ones).
+    """
     unknown = sorted({p for p in planners if p not in KNOWN_PLANNER_LINESTYLES})
-    extra = {p: LINESTYLES[(i + 1) % len(LINESTYLES)] for i, p in enumerate(unknown)}
+    extra = {
+        p: LINESTYLES[(i + 1 + i // len(EXTRA_MARKERS)) % len(LINESTYLES)]
+        for i, p in enumerate(unknown)
+    }
     return {p: KNOWN_PLANNER_LINESTYLES.get(p) or extra[p] for p in dict.fromkeys(planners)}
+
+
+@dataclass(frozen=True)
+class PlannerStyle:
+    """How one planner is drawn in every figure: colour, marker and line style together, so
+    it stays recognisable in greyscale (marker and dash pattern) as in colour."""
+
+    color: str
+    marker: str
+    linestyle: Any
+
+
+def planner_styles(planners: Sequence[str]) -> dict[str, PlannerStyle]:
+    """The one place a planner's look is decided; every figure draws through it."""
+    colors, markers, styles = _styles(planners)
+    return {p: PlannerStyle(colors[p], markers[p], styles[p]) for p in colors}
 
 
 def _styles(planners: Sequence[str]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
