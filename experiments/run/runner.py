@@ -30,6 +30,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs import caches
+from planarena.experiments.analysis.report_html import write_report_html
 from planarena.experiments.records import (
     EPISODES,
     INFRASTRUCTURE_ERROR,
@@ -371,6 +372,8 @@ def app(cfg: DictConfig) -> None:
         return
     if code != 2 or in_sweep:  # a refused job leaves another job's dir untouched
         write_status(out_dir, code, message, list(hc.overrides.task))
+        if (out_dir / EPISODES).is_file():  # the run's page, showing its final status
+            write_report_html(out_dir)
     elif code == 2:  # a refused run leaves nothing behind (Hydra's empty job log aside)
         _remove_if_only_empty_logs(out_dir)
     if code == 130 or (code and not in_sweep):  # in a sweep the other jobs go on (the
