@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from planarena.experiments.analysis.trace_load import EpisodeTrace, load_trace
@@ -80,10 +81,61 @@ def test_search_planners_show_their_tree(run_dir: Path) -> None:
         tree = search_tree(trace.events)
         assert tree is not None and tree.number_of_nodes() > 1, planner
         fig = render_episode(trace)
-        assert len([ax for ax in fig.axes if ax.get_label() != "<colorbar>"]) == 3
+        panels = [ax for ax in fig.axes if ax.get_label() not in ("<colorbar>", "<notes>")]
+        assert len(panels) == 3
     react = load_trace(run_dir, "report-medium-0001", planner="react")
     assert search_tree(react.events) is None
-    assert len(render_episode(react).axes) == 2
+    assert len([a for a in render_episode(react).axes if a.get_label() != "<notes>"]) == 2
+
+
+def _texts(fig: Any) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_the_png_says_why_steps_failed_and_which_tools_were_invented() -> None:
+    events = [
+        {"event": "plan", "steps": [{"id": "s1", "tool": "parse_pdf", "depends_on": []}]},
+        {
+            "event": "step",
+            "id": "s1",
+            "tool": "parse_pdf",
+            "t0": 0.0,
+            "t1": 1.0,
+            "ok": False,
+            "failure": "postcondition",
+            "error_kind": None,
+        },
+        {"event": "hallucinated_tool", "tool": "fact_check"},
+    ]
+    calls = [
+        {
+            "tool": "extract_entities_from_report",
+            "args": {},
+            "t0": 0.0,
+            "t1": 4.0,
+            "ok": True,
+            "error_kind": None,
+            "injected": False,
+        },
+        {
+            "tool": "parse_pdf",
+            "args": {},
+            "t0": 4.0,
+            "t1": 40.0,
+            "ok": False,
+            "error_kind": "timeout",
+            "injected": True,
+        },
+    ]
+    fig = render_episode(EpisodeTrace("plan_execute", "t-1", 0, "", events, calls))
+    text = "\n".join(_texts(fig))
+    assert "failed: postcondition" in text  # on the failed node of the plan DAG
+    assert "s1 (parse_pdf): postcondition" in text  # and in the notes
+    assert "parse_pdf at 4.0 s: timeout (injected)" in text
+    assert "invented tools (not in the env): fact_check" in text
+    # the long name does not fit its bar: a number on the bar, the whole name in the key
+    assert "1 = extract_entities_from_report" in text
+    assert not [t for t in _texts(fig) if t.endswith(".") or t.startswith("extract_entities_f")]
 
 
 def test_plan_graph_marks_outcomes_retries_and_replans() -> None:
@@ -151,6 +203,7 @@ def test_synthetic_search_tree_event_and_action_labels() -> None:
     trace = EpisodeTrace("mcts", "t-1", 0, "", [{"event": "search_tree", "nodes": nodes}], [])
     tree = search_tree(trace.events)
     assert tree is not None and sorted(tree.edges) == [("0", "1"), ("0", "2"), ("1", "3")]
+    assert action_label(json.dumps({"tool": "summarize_report"})) == "summarize_\nreport"
     assert [action_label(tree.nodes[n]["action"]) for n in "0123"] == [
         "root",
         "search_web",

@@ -18,11 +18,12 @@ STATUS_COLORS: dict[str, str] = {"ok": "#009E73", "failed": "#D55E00", "not run"
 def plan_graph(events: Sequence[dict[str, Any]]) -> nx.DiGraph:
     """Union of all plan versions as a DAG.
 
-    Node key = step id (suffixed ``@vK`` if a later version reuses an id); attributes:
-    ``step_id``, ``tool``, ``version`` (0 = first plan, k = k-th plan/replan after it),
-    ``status`` (ok / failed / not run, from the step's last ``step`` event), ``retries``,
-    ``fallback`` (tool switched to). Edge ``kind`` is ``dep`` (depends_on) or ``replan``
-    (from the last failed step before a replan to the roots of the new steps).
+        Node key = step id (suffixed ``@vK`` if a later version reuses an id); attributes:
+        ``step_id``, ``tool``, ``version`` (0 = first plan, k = k-th plan/replan after it),
+        ``status`` (ok / failed / not run, from the step's last ``step`` event), ``retries``,
+        ``fallback`` (tool switched to), ``reason`` (why a failed step failed: the step event's
+    ``failure``, else its ``error_kind``). Edge ``kind`` is ``dep`` (depends_on) or ``replan``
+        (from the last failed step before a replan to the roots of the new steps).
     """
     graph = nx.DiGraph()
     current: dict[str, str] = {}
@@ -45,6 +46,7 @@ def plan_graph(events: Sequence[dict[str, Any]]) -> nx.DiGraph:
                     status="not run",
                     retries=0,
                     fallback=None,
+                    reason=None,
                 )
                 new_nodes[sid] = key
             current.update(new_nodes)
@@ -61,6 +63,9 @@ def plan_graph(events: Sequence[dict[str, Any]]) -> nx.DiGraph:
             if key is not None:
                 ok = bool(ev.get("ok"))
                 graph.nodes[key]["status"] = "ok" if ok else "failed"
+                graph.nodes[key]["reason"] = (
+                    None if ok else str(ev.get("failure") or ev.get("error_kind") or "?")
+                )
                 if not ok:
                     last_failed = key
         elif kind == "retry":
@@ -147,6 +152,8 @@ def draw_plan(ax: Any, graph: nx.DiGraph, planner: str) -> None:
             label += f"\nretry x{data['retries']}"
         if data["fallback"]:
             label += f"\nfallback: {data['fallback']}"
+        if data.get("reason"):
+            label += f"\nfailed: {data['reason']}"
         # on a white ground above the edges (an edge into a node crossed its label); every
         # ground is drawn below every label, so no ground hides a neighbour's text
         where = {"ha": "center", "va": "top", "fontsize": 5 if many else 6}

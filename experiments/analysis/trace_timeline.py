@@ -67,12 +67,79 @@ _CHARS_PER_AXIS = 130
 """About how many 5-pt characters fit across the timeline axis of a 7-inch figure."""
 
 
-def _fit_label(text: str, fraction: float) -> str:
-    """The tool name shortened to fit a bar of ``fraction`` of the axis ('' if too narrow)."""
-    room = int(fraction * _CHARS_PER_AXIS) - 1
-    if room >= len(text):
-        return text
-    return text[: room - 1] + "." if room >= 4 else ""
+def _fits(text: str, fraction: float) -> bool:
+    """Whether ``text`` fits whole in a bar of ``fraction`` of the axis (a character spare)."""
+    return len(text) + 1 <= int(fraction * _CHARS_PER_AXIS)
+
+
+def bar_labels(calls: Sequence[dict[str, Any]], span: float) -> tuple[list[str], dict[str, str]]:
+    """The label of each tool-call bar and the key of the short ones.
+
+    A name that fits its bar is written whole; one that does not is replaced by a number
+    (one per tool name, in order of first shortening) listed in the key (``{"1":
+    "extract_entities"}``), so no name is ever cut; a bar too narrow even for the number
+    stays unlabelled (the notes and the HTML list every call).
+    """
+    labels: list[str] = []
+    keys: dict[str, str] = {}
+    for call in calls:
+        name = str(call.get("tool", ""))
+        fraction = (float(call["t1"]) - float(call["t0"])) / span
+        if _fits(name, fraction):
+            labels.append(name)
+            continue
+        key = next((k for k, v in keys.items() if v == name), str(len(keys) + 1))
+        if _fits(key, fraction):
+            keys[key] = name
+            labels.append(key)
+        else:
+            labels.append("")
+    return labels, keys
+
+
+MAX_NOTED_CALLS = 8
+"""Failed tool calls listed by name and reason on the figure; more are counted."""
+
+
+def episode_notes(trace: EpisodeTrace, keys: dict[str, str]) -> list[str]:
+    """What the PNG must say in words: why each failed step failed, the failed tool calls
+    with their error kind, the tools the LLM invented (``hallucinated_tool``: no time, so
+    not on the timeline) and the key of shortened bar labels."""
+    notes: list[str] = []
+    failed_steps = [
+        f"{e.get('id')} ({e.get('tool')}): {e.get('failure') or e.get('error_kind') or '?'}"
+        + (f" [{e.get('error_kind')}]" if e.get("failure") and e.get("error_kind") else "")
+        for e in trace.events
+        if e.get("event") == "step" and not e.get("ok")
+    ]
+    if failed_steps:
+        notes.append("failed steps: " + "; ".join(failed_steps))
+    failed_calls = [(i, c) for i, c in enumerate(trace.tool_calls, start=1) if not c.get("ok")]
+    if failed_calls:
+        shown = [
+            f"#{i} {c.get('tool')} at {float(c.get('t0') or 0.0):.1f} s: "
+            f"{c.get('error_kind') or 'failed'}{' (injected)' if c.get('injected') else ''}"
+            for i, c in failed_calls[:MAX_NOTED_CALLS]
+        ]
+        more = len(failed_calls) - len(shown)
+        notes.append(
+            "failed tool calls: "
+            + "; ".join(shown)
+            + (f"; and {more} more (HTML view)" if more > 0 else "")
+        )
+    invented: dict[str, int] = {}
+    for e in trace.events:
+        if e.get("event") == "hallucinated_tool":
+            name = str(e.get("tool"))
+            invented[name] = invented.get(name, 0) + 1
+    if invented:
+        notes.append(
+            "invented tools (not in the env): "
+            + ", ".join(f"{n}" + (f" x{k}" if k > 1 else "") for n, k in invented.items())
+        )
+    if keys:
+        notes.append("bar keys: " + ", ".join(f"{k} = {v}" for k, v in keys.items()))
+    return notes
 
 
 def _call_style(call: dict[str, Any]) -> tuple[str, str]:
@@ -97,9 +164,14 @@ def _draw_llm_calls(ax: Any, llm: list[dict[str, Any]], y: float) -> None:
 
 
 def _draw_tool_calls(
-    ax: Any, calls: list[dict[str, Any]], lanes: list[int], n_lanes: int, span: float
+    ax: Any,
+    calls: list[dict[str, Any]],
+    lanes: list[int],
+    n_lanes: int,
+    span: float,
+    labels: list[str],
 ) -> None:
-    for call, lane in zip(calls, lanes, strict=True):
+    for call, lane, label in zip(calls, lanes, labels, strict=True):
         t0, t1 = float(call["t0"]), float(call["t1"])
         color, hatch = _call_style(call)
         y = n_lanes - lane
@@ -113,9 +185,17 @@ def _draw_tool_calls(
             edgecolor="black",
             linewidth=0.3,
         )
-        label = _fit_label(str(call.get("tool", "")), (t1 - t0) / span)
         if label:
-            ax.text((t0 + t1) / 2, y, label, ha="center", va="center", fontsize=5, clip_on=True)
+            ax.text(
+                (t0 + t1) / 2,
+                y,
+                label,
+                ha="center",
+                va="center",
+                fontsize=5,
+                clip_on=True,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.3},
+            )
 
 
 def _draw_events(ax: Any, events: list[dict[str, Any]], y: float) -> None:
@@ -178,9 +258,10 @@ def _timeline_legend(ax: Any, trace: EpisodeTrace, llm: list[dict[str, Any]]) ->
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=5.5)
 
 
-def draw_timeline(ax: Any, trace: EpisodeTrace) -> None:
+def draw_timeline(ax: Any, trace: EpisodeTrace) -> dict[str, str]:
     """Draw the episode's timeline into ``ax``: rows from the top, the LLM lane, the tool
-    lanes (:func:`assign_lanes`), the event lane; a legend of what is drawn."""
+    lanes (:func:`assign_lanes`), the event lane; a legend of what is drawn. Returns the key
+    of the bar labels shortened to numbers (:func:`bar_labels`)."""
     calls = [c for c in trace.tool_calls if c.get("t0") is not None and c.get("t1") is not None]
     llm = [e for e in trace.events if e.get("event") == "llm" and "t0" in e and "t1" in e]
     lanes = assign_lanes([(float(c["t0"]), float(c["t1"])) for c in calls])
@@ -192,7 +273,8 @@ def draw_timeline(ax: Any, trace: EpisodeTrace) -> None:
     llm_y = n_lanes + 1
     event_y = 0
     _draw_llm_calls(ax, llm, llm_y)
-    _draw_tool_calls(ax, calls, lanes, n_lanes, span)
+    labels, keys = bar_labels(calls, span)
+    _draw_tool_calls(ax, calls, lanes, n_lanes, span, labels)
     _draw_events(ax, trace.events, event_y)
     ticks = [llm_y, *range(n_lanes, 0, -1), event_y]
     labels = ["LLM", *(f"tools {i + 1}" for i in range(n_lanes)), "events"]
@@ -202,3 +284,4 @@ def draw_timeline(ax: Any, trace: EpisodeTrace) -> None:
     ax.set_xlabel("simulated seconds")
     ax.set_title("timeline (overlapping bars on separate lanes ran in parallel)", loc="left")
     _timeline_legend(ax, trace, llm)
+    return keys

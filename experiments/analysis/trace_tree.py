@@ -61,11 +61,30 @@ def tree_positions(tree: nx.DiGraph) -> dict[str, tuple[float, float]]:
 _TOOL_IN_REPR = re.compile(r"""action=['"]([^'"]+)['"]""")
 
 
+def wrap_name(text: str, width: int = 13) -> str:
+    """``text`` on lines of at most ``width`` characters, broken after ``_``, ``-`` or a
+    space (a longer piece keeps its own line): nothing is cut."""
+    pieces = re.findall(r"[^_\- ]*[_\- ]|[^_\- ]+$", text) or [text]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > width:
+            lines.append(piece)
+        else:
+            lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)
+
+
+FREE_TEXT_LINES = 2
+"""Lines of a free-text action shown under its node (the HTML view has the whole text)."""
+
+
 def action_label(action: Any, width: int = 13) -> str:
-    """Short human label for a search node's action.
+    """Human label for a search node's action, wrapped to ``width`` characters a line.
 
     Actions are whatever the planner recorded: a plan as JSON (-> ``plan: N steps``), a step
-    as JSON (-> its tool), a ReAct turn repr (-> its action) or plain text (truncated).
+    as JSON (-> its tool), a ReAct turn repr (-> its action) or plain text. Tool names are
+    wrapped, never cut; only free text longer than :data:`FREE_TEXT_LINES` lines ends in
+    an ellipsis.
     """
     if action is None:
         return "root"
@@ -81,11 +100,14 @@ def action_label(action: Any, width: int = 13) -> str:
         if isinstance(parsed.get("steps"), list):
             return f"plan: {len(parsed['steps'])} steps"
         if "tool" in parsed:
-            return str(parsed["tool"])[:width]
+            return wrap_name(str(parsed["tool"]), width)
     match = _TOOL_IN_REPR.search(text)
     if match:
-        return match.group(1)[:width]
-    return text if len(text) <= width else text[: width - 1] + "."
+        return wrap_name(match.group(1), width)
+    lines = wrap_name(text, width).split("\n")
+    if len(lines) > FREE_TEXT_LINES:
+        lines = [*lines[: FREE_TEXT_LINES - 1], lines[FREE_TEXT_LINES - 1][: width - 1] + "\u2026"]
+    return "\n".join(lines)
 
 
 def _finite(value: Any) -> float | None:

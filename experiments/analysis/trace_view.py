@@ -27,6 +27,7 @@ import base64
 import html
 import json
 import re
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,7 +44,12 @@ from planarena.experiments.analysis.figures import (
 )
 from planarena.experiments.analysis.trace_load import EpisodeTrace, load_trace
 from planarena.experiments.analysis.trace_plan import draw_plan, layered_positions, plan_graph
-from planarena.experiments.analysis.trace_timeline import assign_lanes, draw_timeline
+from planarena.experiments.analysis.trace_timeline import (
+    assign_lanes,
+    bar_labels,
+    draw_timeline,
+    episode_notes,
+)
 from planarena.experiments.analysis.trace_tree import draw_tree, search_tree, tree_positions
 
 FORMATS: tuple[str, ...] = ("png", "pdf", "html")
@@ -61,11 +67,25 @@ def _headline(trace: EpisodeTrace) -> str:
     return "\n".join(parts)
 
 
+NOTE_CHARS = 150
+"""Characters of a 6-pt note line across a 7-inch figure (longer notes wrap)."""
+
+
+def _wrapped_notes(notes: Sequence[str]) -> str:
+    return "\n".join(
+        textwrap.fill(note, NOTE_CHARS, subsequent_indent="    ", break_on_hyphens=False)
+        for note in notes
+    )
+
+
 def render_episode(trace: EpisodeTrace) -> Any:
-    """A matplotlib Figure with plan DAG, timeline and (if any) search tree, top to bottom.
+    """A matplotlib Figure with plan DAG, timeline and (if any) search tree, top to bottom,
+    then (if any) notes in words: why steps failed, failed tool calls and their error, the
+    tools the LLM invented, and the key of bar labels too long for their bar.
 
     Panel heights grow with the widest plan layer and the number of parallel lanes, so
-    node labels and bars keep a readable size.
+    node labels and bars keep a readable size; no label is cut (long ones wrap or take a
+    numbered key).
     """
     graph = plan_graph(trace.events)
     tree = search_tree(trace.events)
@@ -73,11 +93,21 @@ def render_episode(trace: EpisodeTrace) -> Any:
     widest = max(Counter(x for x, _ in pos.values()).values(), default=1)
     calls = trace.tool_calls
     lanes = max(assign_lanes([(float(c["t0"]), float(c["t1"])) for c in calls]), default=0) + 1
-    plan_height = max(1.2, 0.55 * widest + 0.5) if graph.number_of_nodes() else 0.5
+    failed = any(d.get("reason") for _, d in graph.nodes(data=True))
+    plan_height = max(1.2, (0.65 if failed else 0.55) * widest + 0.5)
+    plan_height = plan_height if graph.number_of_nodes() else 0.5
     heights = [plan_height, 1.0 + 0.3 * (lanes + 2)]
     if tree is not None:
         depth = max((-y for _, y in tree_positions(tree).values()), default=0.0)
         heights.append(max(1.6, 0.6 * depth + 1.0))
+    timed = [c for c in calls if c.get("t0") is not None and c.get("t1") is not None]
+    ends = [float(c["t1"]) for c in timed]
+    ends += [float(e["t1"]) for e in trace.events if e.get("event") == "llm" and "t1" in e]
+    ends += [float(e["t"]) for e in trace.events if isinstance(e.get("t"), int | float)]
+    _, keys = bar_labels(timed, max(ends, default=1.0) or 1.0)
+    notes = _wrapped_notes(episode_notes(trace, keys))
+    if notes:
+        heights.append(0.12 * (notes.count("\n") + 1) + 0.1)
     with paper_style():
         fig = new_figure(DOUBLE_COLUMN_IN, sum(heights) + 0.5)
         axes = fig.subplots(len(heights), 1, height_ratios=heights)
@@ -86,6 +116,12 @@ def render_episode(trace: EpisodeTrace) -> Any:
         draw_timeline(axes[1], trace)
         if tree is not None:
             draw_tree(axes[2], fig, tree, str(tree.graph.get("algorithm", "")))
+        if notes:
+            axes[-1].set_axis_off()
+            axes[-1].set_label("<notes>")
+            axes[-1].text(
+                0.0, 1.0, notes, va="top", ha="left", fontsize=6, transform=axes[-1].transAxes
+            )
     return fig
 
 
