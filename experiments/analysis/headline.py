@@ -116,6 +116,8 @@ def best_vs_others(df: pd.DataFrame, *, planner_order: Sequence[str] | None = No
             if other == best:
                 continue
             both = rates[[best, other]].dropna()
+            if both.empty:  # no task both ran: nothing to compare (as in comparisons.csv)
+                continue
             diff = both[best].to_numpy() - both[other].to_numpy()
             wins_b, wins_o = int((diff > 0).sum()), int((diff < 0).sum())
             p = sign_test_p(wins_b, wins_o)
@@ -128,7 +130,7 @@ def best_vs_others(df: pd.DataFrame, *, planner_order: Sequence[str] | None = No
     k = sum(v.separable for v in tests)
     tie_alpha = ALPHA / max(len(tests) - k, 1)
     for v in tests:
-        if not v.separable and v.n_tasks:
+        if not v.separable:
             p10, p01 = v.wins_best / v.n_tasks, v.wins_other / v.n_tasks
             v.tasks_needed = tasks_for_power(p10, p01, alpha=tie_alpha, power=POWER)
     return Headline(cells, len(tests), tie_alpha)
@@ -144,6 +146,8 @@ def _sorted(cells: list[Cell], groups: list[str]) -> list[Cell]:
 
 def _n_text(n: float) -> str:
     """``~140`` tasks; ``~inf`` when the observed rates are equal (no size separates them)."""
+    if math.isnan(n):
+        return "~?"
     return "~inf" if math.isinf(n) else f"~{int(n):,}"
 
 
