@@ -167,3 +167,13 @@ def test_default_size_and_preset_full() -> None:
     assert sorted(full.env) == sorted(e for e in options("env") if e != "file")
     assert len(full.env) == 6 and list(full.planner) == list(cfg.planner)
     assert composed("preset=full", "n_tasks=3").n_tasks == 3  # the command line still wins
+
+
+def test_a_pair_significant_alone_is_not_separable_after_holm() -> None:
+    """6 discordant tasks all one way: p = 0.031 alone, 0.062 Holm-adjusted over two cells."""
+    one = records({"best": [1] * N, "other": [0] * 6 + [1] * (N - 6)})
+    h = best_vs_others(pd.concat([one, one.assign(complexity="complex")]))
+    for cell in h.cells:
+        (v,) = cell.others
+        assert v.p == pytest.approx(0.03125) and v.p_holm == pytest.approx(0.0625)
+        assert not v.separable and N < v.tasks_needed < math.inf
