@@ -30,6 +30,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs import caches
+from planarena.experiments.analysis.headline import headline
 from planarena.experiments.analysis.report_html import write_report_html
 from planarena.experiments.records import (
     EPISODES,
@@ -286,6 +287,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     )
 
     print(f"\n{completion_heading(measured(df))} — {out_dir}\n{table}")
+    print("\n" + headline(measured(df), out_dir, seed=int(cfg.seed)))
     name = cfg.get("study")
     if name and int(cfg.get("shards", 1)) > 1:  # one shard's cells: the sweep renders them all
         print(
