@@ -141,6 +141,25 @@ def legend_outside_canvas(fig: Figure) -> list[str]:
     return bad
 
 
+def texts_outside_canvas(fig: Figure) -> list[str]:
+    """Titles, labels and notes whose drawn box leaves the canvas (clipped in the file)."""
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    texts = [*fig.texts, fig._supxlabel, fig._supylabel]
+    for ax in fig.axes:
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        texts += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    bad = []
+    for text in texts:
+        if text is None or not text.get_visible() or not text.get_text():
+            continue
+        box = text.get_window_extent(renderer)
+        inside_x = canvas.x0 - 1 <= box.x0 and box.x1 <= canvas.x1 + 1
+        if not (inside_x and canvas.y0 - 1 <= box.y0 and box.y1 <= canvas.y1 + 1):
+            bad.append(text.get_text())
+    return bad
+
+
 def overlapping_tick_labels(fig: Figure) -> list[tuple[str, str]]:
     """Pairs of tick labels of one axis whose drawn text boxes intersect."""
     renderer = fig.canvas.get_renderer()
@@ -203,7 +222,9 @@ def test_sizes_are_column_widths_and_a_page_tall_at_most(
     drawn: dict[tuple[str, float], Figure], name: str, width: float
 ) -> None:
     w, h = drawn[(name, width)].get_size_inches()
-    assert w == pytest.approx(width) and width in (SINGLE_COLUMN_IN, DOUBLE_COLUMN_IN)
+    # the paper sizes as numbers, not the constants (a changed constant must fail here)
+    assert w == pytest.approx(width) and round(width, 6) in (3.4, 7.0)
+    assert sorted(round(v, 6) for _, v in FIGURE_VARIANTS) == [3.4, 7.0]
     assert h <= PAGE_HEIGHT_IN + 1e-9
 
 
@@ -220,6 +241,13 @@ def test_legend_lies_inside_the_canvas(
     fig = drawn[(name, width)]
     assert fig.legends, "every figure has a legend"
     assert legend_outside_canvas(fig) == []
+
+
+@pytest.mark.parametrize(("name", "width"), ALL)
+def test_no_text_is_cut_by_the_canvas_edge(
+    drawn: dict[tuple[str, float], Figure], name: str, width: float
+) -> None:
+    assert texts_outside_canvas(drawn[(name, width)]) == []
 
 
 @pytest.mark.parametrize(("name", "width"), ALL)
@@ -459,3 +487,8 @@ def test_the_checks_catch_the_breaks_they_are_for() -> None:
         ax.set_xticks([10000])
 
     assert log_axes_with_few_labels(_sabotaged(one_tick))
+
+    def long_label(fig: Figure) -> None:
+        fig.supxlabel("a label far too long for the figure " * 4)
+
+    assert texts_outside_canvas(_sabotaged(long_label))

@@ -220,7 +220,7 @@ def pareto_figure(
             ax.set_yticks([0.0, 0.5, 1.0], ["0", "0.5", "1"])
         for r in range(len(facets.envs)):
             facets.axes[r][0].set_ylabel("completion")
-        _xlabel(facets.fig, "mean tokens per episode (95% CIs on both axes)", facets)
+        _xlabel(facets.fig, "mean tokens per episode (95% CIs)", facets)
         _top_legend(facets.fig, [*_planner_handles(facets.planners), front_key])
         _spare_work(facets.fig)
     return facets.fig
@@ -326,7 +326,7 @@ def time_to_success_figure(
             facets.axes[r][0].set_ylabel(label)
         xlabel = "simulated s" if estimator == "incidence" else "simulated s (failures censored)"
         if estimator == "incidence":
-            xlabel += " (end marker: completion, 95% CI)"
+            xlabel += ", marker: completion (95% CI)"
         _xlabel(facets.fig, xlabel, facets)
         _top_legend(facets.fig, _planner_handles(facets.planners))
         _spare_work(facets.fig)

@@ -659,7 +659,12 @@ def _figure_summary(
 
 
 def _xlabel(fig: Figure, text: str, facets: Facets) -> None:
-    """The shared x label, saying when complexities are pooled."""
+    """The shared x label, saying when complexities are pooled; broken after its commas
+    when it is wider than the figure (a one-column figure)."""
     if facets.pooled:
         text += ", complexities pooled"
-    fig.supxlabel(text, fontsize=RC["axes.labelsize"])
+    size = float(RC["axes.labelsize"])
+    if _text_width_in(text, size) > fig.get_figwidth() - 0.2:
+        head, _, tail = text.rpartition(", ")
+        text = f"{head},\n{tail}" if head else text
+    fig.supxlabel(text, fontsize=size)
