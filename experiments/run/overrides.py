@@ -278,6 +278,8 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
     cannot settle (Hydra's own keys, an option with no file here, a key inside a value, a
     file whose ``# @package`` puts its keys elsewhere, another root config) is left to
     Hydra. ``+key=`` adds a key and is checked after composing, against the schema."""
+    # Long on purpose: one walk from the command line down the config tree, each branch the
+    # rule for one kind of key (root, packaged group option, chosen option, Hydra's own).
     overrides, flags = split_args(args)
     if not overrides or any(f in _OWN_PRIMARY for f, _ in flags):
         return None

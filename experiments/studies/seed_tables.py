@@ -222,8 +222,8 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
                 "cost divided by the completions.\n\n" + t92.to_markdown(index=False),
                 "## 9.3 Failure-mode distribution (share of failed episodes)\n\n"
                 + t93.drop(columns=["key"]).to_markdown(index=False),
-                "Figures: `figures/completion_vs_complexity.*` (9.1), `figures/pareto_tokens.*`"
-                " and `figures/latency_cdf.*` (9.2), `figures/failure_modes.*` (9.3).",
+                "Figures: `figures/completion.*` (9.1), `figures/pareto_tokens.*` and "
+                "`figures/latency_percentiles.*` (9.2), `figures/failure_modes.*` (9.3).",
             ]
         )
         + "\n"

@@ -155,6 +155,8 @@ def pareto_figure(
     Overlapping markers are spread apart (module doc). Log x (with at least three labelled
     ticks) when a panel's token means span over 20x.
     """
+    # Long on purpose: one panel's points, both intervals, the spread of coinciding markers
+    # and the front are drawn together because each needs the others' positions.
     _check(df)
     with paper_style():
         width = width or DOUBLE_COLUMN_IN
@@ -253,6 +255,8 @@ def time_to_success_figure(
     drawn :data:`CURVE_OFFSET_PT` apart per planner and end markers spread where they would
     overlap (module doc).
     """
+    # Long on purpose: the curves, their end markers and intervals and the 0.6 pt offsets that
+    # keep tied curves visible share one pass over the panels.
     if estimator not in ("incidence", "km"):
         raise ValueError(f"estimator must be 'incidence' or 'km', got {estimator!r}")
     _check(df)
