@@ -179,7 +179,7 @@ def react_scaling(sizes: list[int], workers: list[str]) -> list[dict[str, object
 
 
 INSTRUCTION_JOBS = {
-    "default job (every planner, env and complexity)": ((), (1, 3)),
+    "full job's mix (preset=full: every planner, env and complexity)": (("preset=full",), (1, 3)),
     "planner=react env=report complexity=simple": (
         ("planner=react", "env=report", "complexity=simple"),
         (100, 400),
