@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -214,7 +215,14 @@ def test_a_non_editable_install_has_one_import_name(tmp_path: Path) -> None:
     ``planarena`` (search, envs, planners, experiments and configs under it, with their data
     files), and it runs a job from any working dir without the checkout."""
     site = tmp_path / "site"
-    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), str(ROOT)]
+    # from a copy without the checkout's build/ and egg-info: stale files there (the config
+    # groups) made an install look whole that a fresh clone's would not be
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns(
+        "*.egg-info", "build", "dist", ".git", ".ci-venv", "results", "__pycache__"
+    )
+    shutil.copytree(ROOT, source, ignore=skip)
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), str(source)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     entries = {p.name for p in site.iterdir()}
