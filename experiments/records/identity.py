@@ -31,7 +31,6 @@ OUTPUT_ONLY_KEYS = (
     "write_traces",
     "figures",
     "fail_fast",
-    "report_extra",
     "hydra",
     "llm.max_concurrency",
     "llm.cache_dir",

@@ -15,30 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from planarena.experiments.records.columns import RESERVED_COLUMNS
-from planarena.experiments.records.identity import RUN_FILE
+from planarena.experiments.records.identity import OUTPUT_ONLY_KEYS, RUN_FILE
 from planarena.experiments.records.store import concat_records, read_run, record_files
 
 if TYPE_CHECKING:  # pandas is imported where it is used: the runner imports records at
     import pandas as pd  # start-up and loads pandas only once there are records to read
 
 
-_NOT_CONFIG_KEYS = frozenset(
-    {
-        "hydra",
-        "progress",
-        "concurrency",
-        "workers",
-        "resume",
-        "write_traces",
-        "figures",
-        "fail_fast",
-        "dry_run",
-        "report_extra",
-        "llm.max_concurrency",
-        "llm.cache_dir",
-    }
-)
-"""Overrides that change how a job runs or prints, never what its episodes are."""
+_NOT_CONFIG_KEYS = frozenset(OUTPUT_ONLY_KEYS) - {"budget.max_cost_usd"}
+"""Overrides that change how a job runs or prints, never what its episodes are: the run
+identity's output-only keys, but the cost cap (a capped sweep shows its cap as a column)."""
 
 
 def parse_overrides(text: object) -> dict[str, str]:

@@ -6,6 +6,7 @@ the grader's verdict and the env's call log — never from which planner ran.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import traceback
 from collections import OrderedDict
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from omegaconf import OmegaConf
 from planarena.configs import CONFIG_DIR
 from planarena.envs import caches, clock
 from planarena.envs.base import Env, Grade, Task
@@ -20,6 +22,7 @@ from planarena.envs.faults import FaultRule
 from planarena.envs.rng import derive_seed
 from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
+from planarena.experiments.run.llm_factory import model_profiles
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.llm.base import (
     ROLES,
@@ -33,6 +36,7 @@ from planarena.planners.llm.base import (
 )
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.planners.llm.protocol import ProtocolError
+from planarena.planners.llm.sim import SimLLM
 from planarena.search import use_gather
 from pydantic import BaseModel, ConfigDict
 
@@ -381,9 +385,11 @@ async def run_one(
     trial: int = 0,
     faults_label: str = "custom",
     budget: Budget | None = None,
+    concurrent_llm_calls: bool = True,
+    redraw_faults: bool = False,
 ) -> tuple[EpisodeRecord, dict[str, Any]]:
-    """One episode against a given backend (a scripted model, a test server), through
-    :func:`run_episode` like every other."""
+    """One episode against a given backend (a scripted model, a test server, a simulator
+    bound to this task), through :func:`run_episode` like every other."""
     ctx = EpisodeContext(
         planners={planner_name: planner},
         envs={"env": env},
@@ -394,15 +400,14 @@ async def run_one(
         rules=list(rules),
         seed=seed,
         budget=budget,
+        concurrent_llm_calls=concurrent_llm_calls,
+        redraw_faults=redraw_faults,
     )
     return await run_episode(ctx, OneJob(planner_name, "env", task, trial))
 
 
 def sim_models() -> dict[str, ModelProfile]:
     """The simulated LLM's default model profiles (``configs/llm/sim.yaml``)."""
-    from omegaconf import OmegaConf
-    from planarena.experiments.run.llm_factory import model_profiles
-
     sim_cfg = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "llm" / "sim.yaml"))
     return model_profiles(sim_cfg)  # type: ignore[arg-type]
 
@@ -428,24 +433,21 @@ def simulate(
     With the default model profiles (those of ``configs/llm/sim.yaml``) and the same seed and
     faults, the record equals the one ``planarena`` writes for this episode (``wall_s`` aside).
     """
-    import asyncio
-
-    from planarena.planners.llm.sim import SimLLM
-
-    def backend_for(env: Env, task: Task, keys: tuple[object, ...]) -> LLMBackend:
-        return SimLLM(skill, env.oracle(task), seed_keys=keys)
-
-    ctx = EpisodeContext(
-        planners={planner_name: planner},
-        envs={"env": env},
-        backend_for=backend_for,
-        models=sim_models() if models is None else models,
+    keys = (seed, task.env, task.task_id, trial)  # never the planner: same prompt, same answer
+    episode = run_one(
+        planner_name=planner_name,
+        planner=planner,
+        env=env,
+        task=task,
+        backend=SimLLM(skill, env.oracle(task), seed_keys=keys),
         llm_label=f"sim:{getattr(skill, 'name', 'custom')}",
-        faults_label=faults_label,
-        rules=list(rules),
+        models=sim_models() if models is None else models,
+        rules=rules,
         seed=seed,
+        trial=trial,
+        faults_label=faults_label,
         budget=budget,
         concurrent_llm_calls=concurrent_llm_calls,
         redraw_faults=redraw_faults,
     )
-    return asyncio.run(run_episode(ctx, OneJob(planner_name, "env", task, trial)))
+    return asyncio.run(episode)
