@@ -37,6 +37,18 @@ class SkillProfile(BaseModel):
     systematic_share: float = Field(0.5, ge=0, le=1)  # share of the error rate that is a
     # wrong *belief* at the decision point (shared by proposer and judge, not fixed by
     # sampling again) rather than a sampling slip (fixed by sampling again)
+    # The mechanisms by which search, checks and reflection can pay (docs/simulator.md,
+    # "Mechanisms"); their defaults are neutral middles that experiment=sensitivity sweeps.
+    judge_correlation: float = Field(0.5, ge=0, le=1)  # how much a judge's view of a
+    # candidate is the proposer's belief (1: it reads that belief; 0: its own view alone)
+    judge_accuracy: float = Field(0.75, ge=0, le=1)  # the judge's own view prefers the
+    # right option at a decision point with this chance (0.75 = 1 - the default p_trap)
+    sample_diversity: float = Field(0.5, ge=0, le=1)  # a further sample of the same
+    # decision (another candidate, the same prompt again) departs from the preferred option
+    check_coverage: float = Field(0.5, ge=0, le=1)  # a step's written post-conditions
+    # cover a given way its result can be wrong (one check of its pool)
+    reflection_gain: float = Field(0.5, ge=0, le=1)  # a reflection in view corrects a wrong
+    # belief at a later decision point
 
     def error_rate(self, prompt_tokens: int) -> float:
         """Chance a decision is wrong, growing with the prompt's length."""
@@ -66,6 +78,8 @@ class SkillProfile(BaseModel):
                 "rollout_optimism": up(self.rollout_optimism),
                 "p_miss_signal": up(self.p_miss_signal),
                 "p_persist": up(self.p_persist),
+                "judge_accuracy": max(0.0, 1.0 - (1.0 - self.judge_accuracy) * factor),
+                "check_coverage": max(0.0, 1.0 - (1.0 - self.check_coverage) * factor),
             }
         )
 
@@ -81,6 +95,11 @@ SKILLS: dict[str, SkillProfile] = {
         rollout_optimism=0.0,
         p_miss_signal=0.0,
         p_persist=0.0,
+        judge_correlation=1.0,
+        judge_accuracy=1.0,
+        sample_diversity=0.0,
+        check_coverage=1.0,
+        reflection_gain=1.0,
     ),
     "strong": SkillProfile(name="strong"),
     "weak": SkillProfile(
@@ -93,6 +112,9 @@ SKILLS: dict[str, SkillProfile] = {
         rollout_optimism=0.6,
         p_miss_signal=0.5,
         p_persist=0.5,
+        judge_accuracy=0.6,
+        check_coverage=0.3,
+        reflection_gain=0.3,
     ),
 }
 
