@@ -8,10 +8,14 @@ draw covers:
   same args can fail;
 - ``window``: outages in *simulated time* (a 503 burst lasts seconds, not calls): time is cut
   into slots of ``slot_s`` seconds, each slot of each tool starts an outage with probability
-  ``rate`` at a drawn offset, lasting ``duration_s`` (an outage may run into the next slot).
-  Every call inside an outage fails, so an immediate retry fails again and a backoff that
-  waits the outage out succeeds. A 429 (any scope) blocks the tool until its retry-after has
-  elapsed: calls before then get the 429 again, so ignoring retry-after costs failures;
+  ``rate`` at a drawn offset. Its length is ``duration_s`` (fixed), or, with
+  ``duration_median_s``, drawn per outage (per tool and slot) from a lognormal with that median
+  and log-space spread ``duration_sigma``, clipped to [``duration_min_s``, ``duration_max_s``];
+  either is then multiplied by ``duration_scale`` (``faults.duration_scale``). An outage may
+  run over any number of later slots. Every call inside an outage fails, so an immediate retry
+  fails again and a backoff that waits the outage out succeeds. A 429 (any scope) blocks the
+  tool until its retry-after has elapsed: calls before then get the 429 again, so ignoring
+  retry-after costs failures;
 - ``episode``: one draw per tool per episode (an invalid API key stays invalid);
 - ``args``: one draw per argument value, shared by all the rule's tools (a query that finds
   nothing finds nothing on the backup engine either; a password-protected PDF stays protected).
@@ -22,7 +26,9 @@ planner meets the same faults on the same task.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
+from statistics import NormalDist
 from typing import Any, Literal
 
 from planarena.envs import clock
@@ -35,9 +41,11 @@ from planarena.envs.tools import (
     ToolError,
     args_key,
 )
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 Scope = Literal["call", "episode", "args", "window"]
+DEFAULT_DURATION_S = 4.0  # a window rule's outage length when it gives neither form
+_NORMAL = NormalDist()
 
 _MESSAGES = {
     "http_503": "503 Service Unavailable",
@@ -71,12 +79,67 @@ class FaultRule(BaseModel):
     cost_s: float = Field(default=0.2, ge=0.0)  # simulated time a faulted call takes
     retry_after_s: float | None = None  # rate_limit_429: what the server asks for
     slot_s: float = Field(default=30.0, gt=0.0)  # scope=window: one outage draw per slot
-    duration_s: float = Field(default=4.0, gt=0.0)  # scope=window: how long an outage lasts
+    # scope=window, how long an outage lasts: a fixed ``duration_s`` (4 s when nothing is
+    # given), or a lognormal drawn per outage: median ``duration_median_s``, log-space standard
+    # deviation ``duration_sigma``, clipped to [duration_min_s, duration_max_s]. Either is then
+    # multiplied by ``duration_scale`` (the ``faults.duration_scale`` knob sets it).
+    duration_s: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    duration_min_s: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
+    duration_max_s: float = Field(default=600.0, gt=0.0, allow_inf_nan=False)
+    duration_median_s: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    duration_sigma: float = Field(default=1.0, ge=0.0, le=5.0, allow_inf_nan=False)
+    duration_scale: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
     args_key: list[str] | None = None  # scope=args: which args identify the thing (default all)
     match: dict[str, str] | None = None  # only calls whose args[k] contains the text v
     corrupt_fields: list[str] = Field(default_factory=lambda: ["revenue"])  # wrong_result:
     # fields of a successful result returned as null ("200 but wrong": only a post-condition
     # catches it)
+
+    @field_validator("duration_max_s")
+    @classmethod
+    def _max_above_min(cls, value: float, info: ValidationInfo) -> float:
+        low = info.data.get("duration_min_s")
+        if low is not None and value < low:
+            raise ValueError(f"is below duration_min_s={low}")
+        return value
+
+    @field_validator("duration_median_s")
+    @classmethod
+    def _median_alone_and_inside(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """A fixed length or a distribution, not both; a median inside the clip (otherwise
+        it would not be the median)."""
+        if value is None:
+            return value
+        if info.data.get("duration_s") is not None:
+            raise ValueError(
+                "give duration_s (a fixed outage length) or duration_median_s (a lognormal "
+                "one), not both"
+            )
+        low, high = info.data.get("duration_min_s"), info.data.get("duration_max_s")
+        if low is not None and high is not None and not low <= value <= high:
+            raise ValueError(f"lies outside [duration_min_s, duration_max_s] = [{low}, {high}]")
+        return value
+
+    @property
+    def longest_outage_s(self) -> float:
+        """The longest an outage of this rule can last (how far back a slot can reach)."""
+        if self.duration_median_s is None:
+            return self.fixed_duration_s * self.duration_scale
+        return self.duration_max_s * self.duration_scale
+
+    @property
+    def fixed_duration_s(self) -> float:
+        return DEFAULT_DURATION_S if self.duration_s is None else self.duration_s
+
+    def outage_length(self, u: float) -> float:
+        """An outage's length from one uniform draw ``u`` in [0, 1): the ``u``-quantile of the
+        rule's distribution, so a larger ``duration_scale`` lengthens every outage of the same
+        draws by the same factor (paired comparisons across scales)."""
+        if self.duration_median_s is None:
+            return self.fixed_duration_s * self.duration_scale
+        z = _NORMAL.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))
+        drawn = self.duration_median_s * math.exp(self.duration_sigma * z)
+        return min(max(drawn, self.duration_min_s), self.duration_max_s) * self.duration_scale
 
     def applies(self, tool: str, args: Mapping[str, Any]) -> bool:
         if tool not in self.tools or self.rate <= 0.0:
@@ -97,6 +160,23 @@ class FaultConfig(BaseModel):
     # answer is to report failure. Drawn per task on its own stream, so raising it changes no
     # other property of any task.
     unreachable_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    # study knobs, applied per run or cell (experiments/run/prepare.py): every rule's rate
+    # times ``rate_scale`` (capped at 1), every outage's length times ``duration_scale``
+    rate_scale: float = Field(default=1.0, ge=0.0, allow_inf_nan=False)
+    duration_scale: float = Field(default=1.0, gt=0.0, allow_inf_nan=False)
+
+
+def with_duration_scale(rules: Sequence[FaultRule], scale: float) -> list[FaultRule]:
+    """``rules`` with every window rule's outages ``scale`` times as long (the same draws:
+    an outage that started keeps its start, only its length grows)."""
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"faults.duration_scale={scale}: must be a positive number")
+    return [
+        r.model_copy(update={"duration_scale": r.duration_scale * scale})
+        if r.scope == "window"
+        else r
+        for r in rules
+    ]
 
 
 class _ServiceUp(Mapping[str, bool]):
@@ -136,7 +216,8 @@ class FaultInjector(ToolboxWrapper):
         self._blocked_until: dict[str, float] = {}  # tool -> end of a 429's retry-after
         self._key_valid: dict[str, bool] | None = None
         self._episode_hits: dict[tuple[int, str], bool] = {}
-        self._outages: dict[tuple[int, str, int], float | None] = {}  # slot -> outage start
+        # (rule, tool, slot) -> (start, length) of that slot's outage, or None
+        self._outages: dict[tuple[int, str, int], tuple[float, float] | None] = {}
         self._by_tool: dict[str, list[tuple[int, FaultRule]]] = {}
         self.injected = 0
 
@@ -158,27 +239,33 @@ class FaultInjector(ToolboxWrapper):
         return known
 
     def _in_outage(self, index: int, rule: FaultRule, tool: str, t: float) -> bool:
-        """Whether simulated time ``t`` falls in an outage of ``tool`` (this slot's or the
-        previous slot's, which may run over)."""
+        """Whether simulated time ``t`` falls in an outage of ``tool``: this slot's, or an
+        earlier slot's that runs over (as far back as the rule's longest outage reaches)."""
         slot = int(t // rule.slot_s)
-        for k in (slot, slot - 1):
-            if k < 0:
-                continue
-            start = self._outage_start(index, rule, tool, k)
-            if start is not None and start <= t < start + rule.duration_s:
+        back = math.ceil(rule.longest_outage_s / rule.slot_s)
+        for k in range(slot, max(slot - back, 0) - 1, -1):
+            outage = self._outage(index, rule, tool, k)
+            if outage is not None and outage[0] <= t < outage[0] + outage[1]:
                 return True
         return False
 
-    def _outage_start(self, index: int, rule: FaultRule, tool: str, k: int) -> float | None:
-        """When the outage of slot ``k`` starts (None: no outage in that slot); drawn once."""
+    def _outage(self, index: int, rule: FaultRule, tool: str, k: int) -> tuple[float, float] | None:
+        """(start, length) of the outage of slot ``k`` (None: no outage in that slot); drawn
+        once, keyed by rule, tool and slot, so every planner meets the same outages."""
         key = (index, tool, k)
         if key in self._outages:
             return self._outages[key]
-        start = None
+        outage = None
         if self.draws.uniform01("outage", index, rule.kind, tool, k) < rule.rate:
             start = (k + self.draws.uniform01("outage-at", index, tool, k)) * rule.slot_s
-        self._outages[key] = start
-        return start
+            length = rule.outage_length(
+                0.5
+                if rule.duration_median_s is None  # a fixed length draws nothing
+                else self.draws.uniform01("outage-length", index, tool, k)
+            )
+            outage = (start, length)
+        self._outages[key] = outage
+        return outage
 
     def predrawn(self, tool: str, args: Mapping[str, Any]) -> list[str]:
         """Fault kinds a call of ``tool`` with ``args`` meets whoever makes it and whenever:

@@ -10,7 +10,7 @@ from typing import Any
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs.base import Env, ParamError
-from planarena.envs.faults import FaultConfig
+from planarena.envs.faults import FaultConfig, with_duration_scale
 from planarena.experiments.run.episode import EpisodeContext
 from planarena.experiments.run.jobs import JobList, build_jobs, fault_config
 from planarena.experiments.run.llm_factory import (
@@ -128,6 +128,14 @@ def context_for(
     scale = (cell_cfg.get("faults") or {}).get("rate_scale")
     if scale is not None:  # a study's knob: every fault rule's rate times this
         rules = [r.model_copy(update={"rate": min(1.0, r.rate * float(scale))}) for r in rules]
+    lengths = (cell_cfg.get("faults") or {}).get("duration_scale")
+    if lengths is not None:  # a study's knob: every outage window's length times this
+        try:
+            rules = with_duration_scale(rules, float(lengths))
+        except ValueError:
+            raise ConfigError(
+                f"faults.duration_scale={lengths!r}: must be a positive number"
+            ) from None
     if any(k.startswith("planner.") for k in cell.overrides):
         planners = instantiate_group(OmegaConf.create(cell_cfg["planner"]), "planner")
     budget_cfg = cell_cfg.get("budget") or {}
