@@ -5,11 +5,18 @@ done right?* (:meth:`remaining`). It knows nothing of planners: a ReAct turn, a 
 a replan are all the same question asked with different observations. Each gold step may carry
 a ``trap`` (the same step done the locally attractive wrong way, e.g. a vague query) or a
 ``trap_plan`` (an attractive wrong way to go on, e.g. accept stale figures and move on).
+
+A gold step also carries ``checks``: the post-conditions a careful model could think of for
+it, from what the task needs of its result (the fields the answer states or a later step
+reads, and the task's own conditions such as the fiscal year), never from the fault
+configuration. A simulated model writes some of them into its plan; which way a result can
+be wrong (the field a fault nulls) is not among what an oracle reads to build them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,6 +58,31 @@ class GoldStep:
     fallback: str | None = None
     trap: GoldStep | None = None  # the same step done the attractive wrong way
     trap_plan: list[GoldStep] | None = None  # an attractive wrong way to go on from here
+    # the post-conditions a careful model could write (fault-independent; see the module doc)
+    checks: list[str] = field(default_factory=list)
+
+
+# A check ``result.<field> <op> <literal>`` whose comparison fails when the field is null
+# (ordering against null is false, equality with a non-null literal is false): it already
+# covers the field being missing.
+_COVERS = re.compile(r"^result\.(\w+)\s*(?:==|>=|<=|>|<)\s*(?!\s|null\b|none\b)", re.IGNORECASE)
+
+
+def null_check(name: str) -> str:
+    """The post-condition that a result field is present: ``result.<name> != null``."""
+    return f"result.{name} != null"
+
+
+def check_pool(needed: Iterable[str], task_checks: Iterable[str] = ()) -> list[str]:
+    """A step's pool of checks: a not-null check for each field of its result that the task
+    needs, then the task's own conditions on the result. A field one of those conditions
+    already compares (``result.year == 2023`` fails on a null year) gets no not-null check
+    of its own: one check per field, so a model that writes each check with some chance
+    covers each field with that chance."""
+    task_checks = list(task_checks)
+    covered = {m.group(1) for c in task_checks if (m := _COVERS.match(c.strip()))}
+    nulls = [null_check(f) for f in dict.fromkeys(needed) if f not in covered]
+    return list(dict.fromkeys([*nulls, *task_checks]))
 
 
 class Oracle(Protocol):

@@ -17,7 +17,14 @@ from planarena.envs.base import Task
 from planarena.envs.family.schema import PERMANENT_ARG_FAULTS, FamilyDecl
 from planarena.envs.family.templates import fmt
 from planarena.envs.family.world import FamilyIndex, render_item
-from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
+from planarena.envs.oracle import (
+    REPORT_UNREACHABLE,
+    SUBMIT_ANSWER,
+    GoldStep,
+    Obs,
+    Ref,
+    check_pool,
+)
 
 
 @dataclass
@@ -41,7 +48,8 @@ class FamilyOracle:
         self._tool_names = frozenset(decl.tools)
         # what depends on the declaration and the task alone, computed once per oracle
         self._facts_of: dict[str, set[str]] = {}
-        self._conditions: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        # (node, tool) -> (post-conditions, pre-conditions, check pool)
+        self._conditions: dict[tuple[str, str], tuple[list[str], list[str], list[str]]] = {}
         self._required: list[tuple[str, str]] | None = None
 
     def tool_names(self) -> frozenset[str]:
@@ -216,7 +224,7 @@ class FamilyOracle:
         dead: set[str],
     ) -> GoldStep:
         call_tool, fallback = self._tool_for(tool, dead)
-        post, pre = self._step_conditions(key, call_tool, nd)
+        post, pre, checks = self._step_conditions(key, call_tool, nd)
         out: dict[str, Any] = {}
         deps: list[str] = []
         for k, v in args.items():
@@ -230,22 +238,36 @@ class FamilyOracle:
         for p in nd["parents"]:
             if states[p].done is None and p not in deps:
                 deps.append(p)
-        return GoldStep(key, call_tool, out, deps=deps, post=post, pre=pre, fallback=fallback)
+        return GoldStep(
+            key, call_tool, out, deps=deps, post=post, pre=pre, fallback=fallback, checks=checks
+        )
 
     def _step_conditions(
         self, key: str, tool: str, nd: Mapping[str, Any]
-    ) -> tuple[list[str], list[str]]:
-        """(post-, pre-conditions) of node ``key``'s step when called with ``tool``: they
-        depend on the node and the task alone, so they are formatted once (new lists each
-        time: a gold step's lists are its own)."""
+    ) -> tuple[list[str], list[str], list[str]]:
+        """(post-, pre-conditions, check pool) of node ``key``'s step when called with
+        ``tool``: they depend on the node and the task alone, so they are formatted once (new
+        lists each time: a gold step's lists are its own)."""
         known = self._conditions.get((key, tool))
         if known is None:
             tpl = self.decl.templates[nd["template"]]
             ctx = {"name": nd["name"], "slug": nd["slug"], **self.task.world["vars"], **nd["vars"]}
             post = [str(fmt(c, ctx, "post")) for c in tpl.post]
             pre = [*self._pre(tool, nd), *(str(fmt(c, ctx, "pre")) for c in tpl.pre)]
-            known = self._conditions[(key, tool)] = (post, pre)
-        return list(known[0]), list(known[1])
+            checks = check_pool(self._needed_fields(key, nd), post)
+            known = self._conditions[(key, tool)] = (post, pre, checks)
+        return list(known[0]), list(known[1]), list(known[2])
+
+    def _needed_fields(self, key: str, nd: Mapping[str, Any]) -> list[str]:
+        """The fields of node ``key``'s result the task needs: the answer's facts when the
+        answer states the node (a sink), and the fields its children's calls read through a
+        reference. From the declaration's task alone: never from its fault declarations."""
+        result = nd["result"] if isinstance(nd["result"], Mapping) else {}
+        needed = [f for f in self.decl.answer.facts if key in self.index.sinks and f in result]
+        for child in self.index.children[key]:
+            for way in self.index.nodes[child]["ways"]:
+                needed += [path[0] for path in _ref_paths(way["args"], key) if path]
+        return list(dict.fromkeys(needed))
 
     def _build(self, states: dict[str, _NodeState], dead: set[str]) -> list[GoldStep]:
         steps: list[GoldStep] = []
@@ -269,6 +291,7 @@ class FamilyOracle:
                 {self.decl.answer.arg: items},
                 deps=[states[s].done or s for s in self.index.sinks],
                 post=["result.answer != null"],
+                checks=check_pool(["answer"]),
             )
         )
         return steps
@@ -321,6 +344,17 @@ class FamilyOracle:
             ):
                 lines.append(render_item(o.result))
         return "\n".join(lines) if lines else "I could not complete the task."
+
+
+def _ref_paths(args: Any, key: str) -> list[list[str]]:
+    """The paths of every reference to node ``key`` in a way's args (nested ones too)."""
+    if isinstance(args, Mapping):
+        if args.get("$ref") == key:
+            return [[str(p) for p in args.get("path", [])]]
+        return [p for v in args.values() for p in _ref_paths(v, key)]
+    if isinstance(args, list):
+        return [p for v in args for p in _ref_paths(v, key)]
+    return []
 
 
 def _held(by_key: Mapping[str, Obs], key: str | None, f: str) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planarena.envs.base import Task
-from planarena.envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref
+from planarena.envs.oracle import REPORT_UNREACHABLE, GoldStep, Obs, Ref, check_pool
 from planarena.envs.rag.index import corpus, first_crag, split_conditional
 from planarena.envs.rag.world import (
     SLOTS,
@@ -34,6 +34,12 @@ POST = ["result.count > 0", "result.top_year >= 2024"]
 def slot_post(slot: str) -> list[str]:
     kind = SLOTS[slot]["kind"] if slot != "nearest" else "nearest_crag"
     return [*POST, f'result.top_kind == "{kind}"']
+
+
+def slot_checks(slot: str) -> list[str]:
+    """The checks a careful model could write on a retrieval: the documents the synthesis
+    reads, and the question's conditions (something found, current, of the asked kind)."""
+    return check_pool(["documents"], slot_post(slot))
 
 
 @dataclass
@@ -258,6 +264,7 @@ class RagOracle:
                 deps=list(dict.fromkeys(deps)),
                 post=["result.answer != null"],
                 pre=["documents_found > 0"],
+                checks=check_pool(["answer"]),
             )
         )
         return steps
@@ -274,6 +281,7 @@ class RagOracle:
             {"query": query},
             post=slot_post("nearest"),
             pre=["index_ready == true"],
+            checks=slot_checks("nearest"),
         )
         vague = nearest_vague(station)
         # a query seen to find nothing tempts no one
@@ -284,6 +292,7 @@ class RagOracle:
                 {"query": vague},
                 post=slot_post("nearest"),
                 pre=["index_ready == true"],
+                checks=slot_checks("nearest"),
             )
         return step
 
@@ -308,6 +317,7 @@ class RagOracle:
             deps=step_deps,
             post=slot_post(slot),
             pre=["index_ready == true"],
+            checks=slot_checks(slot),
         )
         trap_crag = crag if crag is not None else b.crag
         outdated_twin = (trap_crag, s["kind"]) in self._stale_slot
@@ -320,6 +330,7 @@ class RagOracle:
                 deps=step_deps,
                 post=slot_post(slot),
                 pre=["index_ready == true"],
+                checks=slot_checks(slot),
             )
         return step
 

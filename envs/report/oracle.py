@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planarena.envs.base import Task
-from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, Ref
+from planarena.envs.oracle import (
+    REPORT_UNREACHABLE,
+    SUBMIT_ANSWER,
+    GoldStep,
+    Obs,
+    Ref,
+    check_pool,
+)
 from planarena.envs.report.world import (
     Branch,
     ReportWorld,
@@ -17,6 +24,9 @@ from planarena.envs.report.world import (
 )
 
 SEARCH_TOOLS = ("search_web", "search_web_backup")
+# The figures the report states for each company (its answer's facts): what a careful model
+# checks an extract for, whichever of them a fault may null.
+FIGURES = ("revenue", "profit")
 
 
 @dataclass
@@ -196,6 +206,7 @@ class ReportOracle:
                 {"doc_id": Ref(doc_key, ("doc_id",)), "fields": ["revenue", "profit"]},
                 deps=[doc_key],
                 post=["result.revenue != null", f"result.year == {b.year}"],
+                checks=check_pool(FIGURES, [f"result.year == {b.year}"]),
             )
             steps.append(extract)
             data_refs.append(Ref(extract.key))
@@ -207,6 +218,7 @@ class ReportOracle:
                 {"data": data_refs},
                 deps=data_deps,
                 post=["result.summary != null"],
+                checks=check_pool(["summary"]),
             )
         )
         return steps
@@ -216,9 +228,16 @@ class ReportOracle:
         found, else fetch the filing (the PDF is protected, no search engine is left or the
         report does not exist), else search for the report and parse what it finds."""
         s, y = slug(b.company), b.year
+        # the extract reads the document's doc_id; the parse reads the search's first url
+        doc_checks = check_pool(["doc_id"], [f"result.year == {y}"])
+        search_checks = check_pool(["url"], ["result.count > 0"])
         if st.good_url is not None and not st.protected:
             parse = GoldStep(
-                f"parse:{s}", "parse_pdf", {"url": st.good_url}, post=[f"result.year == {y}"]
+                f"parse:{s}",
+                "parse_pdf",
+                {"url": st.good_url},
+                post=[f"result.year == {y}"],
+                checks=list(doc_checks),
             )
             if st.stale_first and st.stale_doc is None:
                 parse.trap = GoldStep(
@@ -226,6 +245,7 @@ class ReportOracle:
                     "parse_pdf",
                     {"url": b.press_url},
                     post=[f"result.year == {y}"],
+                    checks=list(doc_checks),
                 )
             return [parse]
         if st.protected or not live_search or st.no_report:
@@ -234,6 +254,7 @@ class ReportOracle:
                 "fetch_filing",
                 {"company": b.company, "year": y},
                 post=[f"result.year == {y}"],
+                checks=list(doc_checks),
             )
             return [fetch]
         queries = [q for q in precise_queries(b) if q not in st.bad_queries]
@@ -247,6 +268,7 @@ class ReportOracle:
             post=["result.count > 0"],
             pre=[f"api_key_valid.{tool} == true"],
             fallback=fallback,
+            checks=list(search_checks),
         )
         if b.stale_trap and st.stale_doc is None:
             search.trap = GoldStep(
@@ -256,6 +278,7 @@ class ReportOracle:
                 post=["result.count > 0"],
                 pre=[f"api_key_valid.{tool} == true"],
                 fallback=fallback,
+                checks=list(search_checks),
             )
         parse = GoldStep(
             f"parse:{s}",
@@ -263,6 +286,7 @@ class ReportOracle:
             {"url": Ref(search.key, ("url",))},
             deps=[search.key],
             post=[f"result.year == {y}"],
+            checks=list(doc_checks),
         )
         return [search, parse]
 
