@@ -27,7 +27,7 @@ from planarena.planners.formats import (
     render_candidates,
 )
 from planarena.planners.llm.base import EpisodeLLM
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import Observed, RequestContext, RequestKind
 from planarena.planners.params import Count, Ratio, Times, ToolCalling, checked
 from planarena.planners.prompts import react_system
 from planarena.planners.search_support import record_tree
@@ -40,6 +40,7 @@ class _Node:
 
     path: tuple[tuple[str, str], ...]
     action: ActionTurn | None
+    seen: tuple[Observed, ...] = ()  # the path's calls, as the requests' context states them
     observation: str | None = None
     rethinks: int = 0  # how many times candidates were proposed afresh at this point
 
@@ -71,6 +72,7 @@ class _ExecutionTree:
         self.branching = branching
         self.system = react_system(tools.catalogue())
         self.failed: list[tuple[str, str]] = []
+        self.failed_seen: list[Observed] = []  # the failed attempts, as context
         self.parsed = self.unparseable = 0  # proposals that followed the format, or not
         self.native = False  # offer the tools through the API when proposing
         self.scores: dict[int, float] = {}
@@ -113,11 +115,29 @@ class _ExecutionTree:
             result = await self.tools.call(turn.action, turn.action_input)
         except ToolError as err:
             self.failed.append((text, err.observation()))
+            self.failed_seen.append(
+                Observed(
+                    f"failed_{len(self.failed)}",
+                    turn.action,
+                    turn.action_input,
+                    err.observation(),
+                    ok=False,
+                )
+            )
             self.stats.backtracks += 1
             return False
         node.observation = observation_text(result)
         node.path = (*node.path, (text, node.observation))
+        node.seen = (
+            *node.seen,
+            Observed(f"path_{len(node.seen)}", turn.action, turn.action_input, node.observation),
+        )
         return True
+
+    def _context(self, node: _Node, **fields: object) -> RequestContext:
+        """The request's context: the failed attempts, then the current path (the order the
+        prompt shows them in)."""
+        return RequestContext(observations=(*self.failed_seen, *node.seen), **fields)  # type: ignore[arg-type]
 
     async def actions(self, node: _Node) -> Sequence[ActionTurn]:
         if node.action is not None and node.action.action == FINISH:
@@ -129,6 +149,7 @@ class _ExecutionTree:
             [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
             role="planner",
             kind=RequestKind.PROPOSE_ACTIONS,
+            context=self._context(node, k=self.branching),
             tools=self.tools.catalogue() if self.native else None,
         )
         notes: list[str] = []
@@ -143,6 +164,9 @@ class _ExecutionTree:
             [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
             role="evaluator",
             kind=RequestKind.RATE_CANDIDATES,
+            context=self._context(
+                node, candidates=tuple((c.action, c.action_input) for c in candidates)
+            ),
         )
         scores = parse_scores(verdict, len(candidates))
         best = max(scores)
@@ -156,10 +180,10 @@ class _ExecutionTree:
 
     async def step(self, node: _Node, action: ActionTurn) -> _Node:
         if action is RETHINK:
-            child = _Node(node.path, None, rethinks=node.rethinks + 1)
+            child = _Node(node.path, None, node.seen, rethinks=node.rethinks + 1)
             self.scores[id(child)] = self.accept_floor
             return child
-        child = _Node(node.path, action)
+        child = _Node(node.path, action, node.seen)
         self.scores[id(child)] = self.scores.get(id(action), 0.0)
         return child
 

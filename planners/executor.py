@@ -20,7 +20,7 @@ from planarena.planners.base import PlannerResult, PlannerStats, StopReason
 from planarena.planners.conditions import ConditionError, evaluate_condition
 from planarena.planners.formats import POSTCONDITION_NOTE, dumps, observation_text, step_line
 from planarena.planners.llm.base import EpisodeLLM
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import Observed, RequestContext, RequestKind
 from planarena.planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planarena.planners.prompts import REPLAN_USER, plan_system
 from planarena.search import topological_layers
@@ -82,6 +82,7 @@ class PlanExecutor:
         self.results: dict[str, Any] = {}
         self.status: dict[str, str] = {}
         self.log: list[str] = []
+        self.seen: list[Observed] = []  # the log's entries as data: a replan request's context
 
     # --- planning ------------------------------------------------------------------------
 
@@ -104,7 +105,9 @@ class PlanExecutor:
                         "Write a corrected plan.",
                     },
                 ]
-            text = await self.llm.complete(messages, role="planner", kind=RequestKind.PLAN)
+            text = await self.llm.complete(
+                messages, role="planner", kind=RequestKind.PLAN, context=RequestContext()
+            )
             try:
                 plan = parse_plan(text, self.names)
             except PlanError as err:
@@ -175,7 +178,14 @@ class PlanExecutor:
             {"role": "system", "content": plan_system(self.tools.catalogue())},
             {"role": "user", "content": prompt},
         ]
-        text = await self.llm.complete(messages, role="replanner", kind=RequestKind.REVISE_PLAN)
+        context = RequestContext(
+            observations=tuple(self.seen),
+            failed_step=failed.step.id,
+            pending=tuple(s.id for s in pending),
+        )
+        text = await self.llm.complete(
+            messages, role="replanner", kind=RequestKind.REVISE_PLAN, context=context
+        )
         done = [sid for sid, st in self.status.items() if st == "success"]
         try:
             plan = parse_plan(text, self.names, completed=done)
@@ -283,15 +293,8 @@ class PlanExecutor:
                 tool = step.fallback
         if not ok:
             if not invalid:  # what the replanner reads: the step was blocked, and why
-                self.log.append(
-                    step_line(
-                        step.id,
-                        tool,
-                        step.args,
-                        f"ERROR precondition: {cond} does not hold (checked before calling)",
-                        False,
-                    )
-                )
+                blocked = f"ERROR precondition: {cond} does not hold (checked before calling)"
+                self._log(step.id, tool, step.args, blocked, False)
             return tool, StepOutcome(
                 step,
                 False,
@@ -308,7 +311,7 @@ class PlanExecutor:
             try:
                 result = await self.tools.call(tool, args)
             except ToolError as err:
-                self.log.append(step_line(step.id, tool, args, err.observation(), False))
+                self._log(step.id, tool, args, err.observation(), False)
                 if policy.retry and err.retryable and tries < step.retry_limit:
                     wait = policy.backoff_s[min(tries, len(policy.backoff_s) - 1)]
                     if policy.honor_retry_after and err.retry_after:
@@ -349,6 +352,15 @@ class PlanExecutor:
                 )
             return self._post_check(step, tool, args, result)
 
+    def _log(
+        self, step_id: str, tool: str, args: Any, text: str, ok: bool, *, note: str = ""
+    ) -> None:
+        """One entry of the execution log a replanner reads: a line of its prompt, and the
+        same as data for the request's context (``note``: a check rejected the result)."""
+        self.log.append(step_line(step_id, tool, args, text + note, ok))
+        args = args if isinstance(args, dict) else {}
+        self.seen.append(Observed(step_id, tool, args, text, ok, rejected_by_check=bool(note)))
+
     def _post_check(
         self, step: PlanStep, tool: str, args: dict[str, Any], result: Any
     ) -> StepOutcome:
@@ -356,8 +368,9 @@ class PlanExecutor:
         is a failed step."""
         ok, cond, invalid = self._check(step.post_conditions, result)
         # the replanner reads a rejected result as what it is: a failed step
-        seen = observation_text(result) + ("" if ok else f"{POSTCONDITION_NOTE}{cond})")
-        self.log.append(step_line(step.id, tool, args, seen, ok))
+        returned = observation_text(result)
+        note = "" if ok else f"{POSTCONDITION_NOTE}{cond})"
+        self._log(step.id, tool, args, returned, ok, note=note)
         self.stats.checked_successes += 1
         if not ok:
             self.stats.postcondition_catches += int(not invalid)

@@ -8,7 +8,7 @@ from planarena.envs.tools import Toolbox, ToolError, ToolSpec
 from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
 from planarena.planners.formats import FINISH, OutputParseError, observation_text, parse_action_turn
 from planarena.planners.llm.base import EpisodeLLM
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import Observed, RequestContext, RequestKind
 from planarena.planners.params import Count, ToolCalling, checked
 from planarena.planners.prompts import react_system
 
@@ -50,9 +50,16 @@ class ReActPlanner(Planner):
         ]
         parse_failures = 0
         previous: tuple[str, str] | None = None
+        seen: list[Observed] = []  # the tool calls observed so far: the request's context
         for _turn in range(self.max_turns):
             native = tools.catalogue() if self.tool_calling == "native" else None
-            text = await llm.complete(messages, role="executor", kind=RequestKind.ACT, tools=native)
+            text = await llm.complete(
+                messages,
+                role="executor",
+                kind=RequestKind.ACT,
+                context=RequestContext(observations=tuple(seen)),
+                tools=native,
+            )
             messages.append({"role": "assistant", "content": text})
             try:
                 turn = parse_action_turn(text)
@@ -85,12 +92,14 @@ class ReActPlanner(Planner):
             previous = call
             if turn.action not in names:
                 trace.append({"event": "hallucinated_tool", "tool": turn.action})
+            ok = True
             try:  # an unknown tool is the toolbox's to reject, as it would be for a real agent
                 result = await tools.call(turn.action, turn.action_input)
                 observation = observation_text(result)
             except ToolError as err:
-                observation = err.observation()
+                observation, ok = err.observation(), False
             messages.append({"role": "user", "content": f"Observation: {observation}"})
+            seen.append(Observed(str(len(seen)), turn.action, turn.action_input, observation, ok))
         return PlannerResult(
             None, "budget", f"no answer after {self.max_turns} turns", stats, trace
         )

@@ -28,7 +28,7 @@ from planarena.planners.formats import (
     parse_step_candidates,
 )
 from planarena.planners.llm.base import EpisodeLLM
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.prompts import plan_system
 from planarena.search import SearchResult
 
@@ -92,6 +92,10 @@ class PartialPlanProblem:
             },
         ]
 
+    def _context(self, state: Steps, **fields: object) -> RequestContext:
+        """The request's context: the partial plan so far (and what else the request names)."""
+        return RequestContext(plan=tuple(json.loads(s) for s in state), **fields)  # type: ignore[arg-type]
+
     async def initial_state(self) -> Steps:
         return ()
 
@@ -107,6 +111,7 @@ class PartialPlanProblem:
             self._messages(state, PROPOSE_STEPS.format(k=self.branching)),
             role="planner",
             kind=RequestKind.PROPOSE_STEPS,
+            context=self._context(state, k=self.branching),
         )
         notes: list[str] = []
         try:
@@ -123,6 +128,7 @@ class PartialPlanProblem:
                 self._messages(state, f"{listing}\n{RATE_CANDIDATES}"),
                 role="evaluator",
                 kind=RequestKind.RATE_CANDIDATES,
+                context=self._context(state, candidates=tuple(json.loads(c) for c in unique)),
             )
             scores = parse_scores(verdict, len(unique))
             level = len(state) + 1
@@ -158,7 +164,10 @@ class PartialPlanProblem:
     async def rollout(self, state: Steps, rng: random.Random) -> float:
         del rng  # the imagined outcome is the model's, drawn in the LLM
         text = await self.llm.complete(
-            self._messages(state, ROLLOUT), role="rollout", kind=RequestKind.ROLLOUT
+            self._messages(state, ROLLOUT),
+            role="rollout",
+            kind=RequestKind.ROLLOUT,
+            context=self._context(state),
         )
         try:
             return 1.0 if parse_outcome(text) else 0.0
@@ -177,6 +186,7 @@ class PartialPlanProblem:
                 self._messages(state, PROPOSE_STEPS.format(k=self.branching)),
                 role="planner",
                 kind=RequestKind.PROPOSE_STEPS,
+                context=self._context(state, k=self.branching),
             )
             notes: list[str] = []
             try:

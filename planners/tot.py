@@ -9,6 +9,7 @@ The best plan is executed with parallel layers and the replanning ladder: the se
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -18,7 +19,7 @@ from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.executor import LadderPolicy
 from planarena.planners.formats import RATE_PLAN, OutputParseError, parse_score
 from planarena.planners.llm.base import EpisodeLLM
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.prompts import plan_system
@@ -27,6 +28,20 @@ from planarena.search import beam_search_async
 from pydantic import Field
 
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
+
+
+def _strict_steps(text: str) -> list | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    steps = value.get("steps") if isinstance(value, dict) else None
+    return steps if isinstance(steps, list) else None
+
+
+def _readable(text: str) -> list | str:
+    steps = _strict_steps(text)
+    return "unreadable" if steps is None else steps  # TEMPORARY: the old judge's strictness
 
 
 class _PlanTree:
@@ -52,9 +67,11 @@ class _PlanTree:
         self.scores: dict[State, float] = {}
 
     async def _propose(self, parent: State) -> str:
+        improve = None
         if not parent[1]:
             user = f"Task: {self.task.goal}"
         else:
+            improve = _strict_steps(parent[1])
             user = (
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
@@ -63,6 +80,7 @@ class _PlanTree:
             [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
             role="planner",
             kind=RequestKind.PLAN,  # a whole plan, a first one or an improved candidate
+            context=RequestContext(plan=improve),
         )
 
     async def _judge(self, text: str) -> float:
@@ -77,6 +95,7 @@ class _PlanTree:
             ],
             role="evaluator",
             kind=RequestKind.RATE_PLAN,
+            context=RequestContext(plan=_readable(text)),
         )
         try:
             return parse_score(verdict)

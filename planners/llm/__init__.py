@@ -1,6 +1,14 @@
 """The LLM layer planners use: the metered handle (``base``), the request protocol
-(``protocol``: the kinds a request declares) and the backends (``sim``, ``openai_backend``)."""
+(``protocol``: the kind a request declares and the context it carries) and the backends
+(``sim``, ``openai_backend``)."""
 
-from planarena.planners.llm.protocol import RESERVED, ProtocolError, RequestKind
+from planarena.planners.llm.protocol import (
+    NEEDS,
+    RESERVED,
+    Observed,
+    ProtocolError,
+    RequestContext,
+    RequestKind,
+)
 
-__all__ = ["RESERVED", "ProtocolError", "RequestKind"]
+__all__ = ["NEEDS", "RESERVED", "Observed", "ProtocolError", "RequestContext", "RequestKind"]

@@ -20,6 +20,7 @@ from planarena.envs import caches, clock
 from planarena.envs.jsontext import encoder
 from planarena.planners.formats import Generated
 from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.protocol import RequestContext
 from planarena.planners.llm.tokens import (
     ENCODING,
     TOKENS_PER_MESSAGE,
@@ -102,6 +103,9 @@ class Request:
     # need not count it again (not part of the identity)
     o200k_prompt: int | None = field(default=None, compare=False)
     kind: str | None = field(default=None, compare=False)
+    # what the request is about, as data (observations, the plan, the candidates): the
+    # simulated LLM answers from it, a real backend ignores it; not part of the identity
+    context: RequestContext | None = field(default=None, compare=False)
 
     @staticmethod
     def digest_of(messages: Sequence[Message]) -> str:
@@ -252,13 +256,16 @@ class EpisodeLLM:
         *,
         role: str,
         kind: str | None = None,
+        context: RequestContext | None = None,
         tools: Sequence[Any] | None = None,
     ) -> str:
         """The model's reply to ``messages``. With a known ``finish_reason`` it is a
         :class:`~planarena.planners.formats.Generated` (a str), so parsers can refuse to repair an
         output cut at ``max_tokens``. ``kind`` declares what the request asks for (a
         :class:`~planarena.planners.llm.protocol.RequestKind`): the simulated LLM answers by it
-        alone and refuses a request without one (``ProtocolError``). ``tools`` (tool specs)
+        alone and refuses a request without one (``ProtocolError``); ``context`` states what
+        the request is about as data (the simulated LLM reads it instead of the prompt; a real
+        backend ignores it). ``tools`` (tool specs)
         offers native tool calling to a backend that supports it (``native_tools``); others
         ignore it and read the prompt."""
         if role not in ROLES:
@@ -268,7 +275,7 @@ class EpisodeLLM:
         self._check_budget(counted_prompt)
         if self.cost_gate is not None:  # the job's cost cap: refused before anything is sent
             self.cost_gate.check(self.usage)
-        request = Request(digest, self._asked[digest], counted_prompt, kind)
+        request = Request(digest, self._asked[digest], counted_prompt, kind, context)
         self._asked[digest] += 1
         start = clock.now()
         extra = {"tools": tools} if tools and getattr(self.backend, "native_tools", False) else {}

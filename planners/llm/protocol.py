@@ -14,10 +14,12 @@ what the simulated LLM makes of each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-__all__ = ["RESERVED", "ProtocolError", "RequestKind"]
+__all__ = ["NEEDS", "RESERVED", "Observed", "ProtocolError", "RequestContext", "RequestKind"]
 
 
 class RequestKind(StrEnum):
@@ -75,9 +77,8 @@ class RequestKind(StrEnum):
     )
     REFLECT = (
         "reflect",
-        "Reserved: a critique of a failed attempt, carried into the next one (Reflexion). Named "
-        "so planners and backends agree on it; the simulated LLM does not model it yet and "
-        "refuses it with ProtocolError.",
+        "A critique of a failed attempt, carried into the next decisions (Reflexion): what "
+        "went wrong and what to do instead. Answer: 'Reflection: <one paragraph>'.",
     )
     VERIFY = (
         "verify",
@@ -87,8 +88,71 @@ class RequestKind(StrEnum):
     )
 
 
-RESERVED: frozenset[RequestKind] = frozenset({RequestKind.REFLECT, RequestKind.VERIFY})
+RESERVED: frozenset[RequestKind] = frozenset({RequestKind.VERIFY})
 """Kinds the protocol names for what comes next; the simulated LLM refuses them for now."""
+
+
+@dataclass(frozen=True, eq=False)
+class Observed:
+    """One tool call the model has seen the outcome of: in a transcript (``id`` is the
+    planner's own, e.g. its position) or in an execution log (``id`` is the step's id).
+
+    ``text`` is the observation as the prompt shows it (the result's JSON, or ``ERROR
+    <kind>: ...``); ``ok`` is False for a call that failed or a result a check rejected;
+    ``rejected_by_check`` marks the latter (the call returned, a post-condition said no).
+    Compared by identity: a planner that resends the same object lets a backend read it once.
+    """
+
+    id: str
+    tool: str
+    args: Mapping[str, Any]
+    text: str
+    ok: bool = True
+    rejected_by_check: bool = False
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """What a request is about, stated as data beside the prompt (the prompt says the same
+    in the planner's own words). The simulated LLM answers from it and never parses the
+    prompt; a real backend ignores it. Which fields a kind needs is :data:`NEEDS`.
+
+    - ``observations``: the tool calls seen so far, in the order the prompt shows them (a
+      transcript's calls, failed attempts included; an execution log's steps);
+    - ``plan``: the plan the request is about, as Plan JSON step objects: the partial plan
+      so far (``propose_steps``, ``rate_candidates`` of steps, ``rollout``), the plan to rate
+      (``rate_plan``), a candidate plan to improve (``plan``; None: write a fresh plan);
+    - ``candidates``: what to rate (``rate_candidates``): Plan JSON steps when ``plan`` is
+      given, else ``(tool, args)`` actions;
+    - ``k``: how many candidates a ``propose_*`` request asks for;
+    - ``failed_step``: the id of the step whose failure a ``revise_plan`` answers;
+    - ``pending``: ids of the current plan's steps that have not run (``revise_plan``);
+    - ``reflections``: critiques of earlier failures the prompt carries (a ``reflect``
+      request's answers, verbatim).
+    """
+
+    observations: Sequence[Observed] | None = None
+    plan: Sequence[Any] | None = None
+    candidates: Sequence[Any] | None = None
+    k: int | None = None
+    failed_step: str | None = None
+    pending: Sequence[str] = ()
+    reflections: Sequence[str] = ()
+
+
+NEEDS: Mapping[str, tuple[str, ...]] = {
+    RequestKind.ACT: ("observations",),
+    RequestKind.PLAN: (),
+    RequestKind.REVISE_PLAN: ("observations", "failed_step"),
+    RequestKind.PROPOSE_ACTIONS: ("observations", "k"),
+    RequestKind.PROPOSE_STEPS: ("plan", "k"),
+    RequestKind.RATE_CANDIDATES: ("candidates",),
+    RequestKind.RATE_PLAN: ("plan",),
+    RequestKind.ROLLOUT: ("plan",),
+    RequestKind.REFLECT: ("observations",),
+}
+"""The context fields a request of each kind must carry for the simulated LLM to answer it
+(``rate_candidates`` also needs ``observations`` when its candidates are actions)."""
 
 
 class ProtocolError(Exception):
@@ -100,13 +164,27 @@ class ProtocolError(Exception):
     parse failure charged to the agent. The message names the kind and what the backend
     answers; the episode loop adds the planner (a backend never knows who sends a request)."""
 
-    def __init__(self, kind: object, *, backend: str, answers: Iterable[str]) -> None:
+    def __init__(
+        self,
+        kind: object,
+        *,
+        backend: str,
+        answers: Iterable[str],
+        missing: Sequence[str] = (),
+    ) -> None:
         self.kind = kind
         self.backend = backend
         self.answers = tuple(str(a) for a in answers)
+        self.missing = tuple(missing)
         super().__init__(self._describe())
 
     def _describe(self) -> str:
+        if self.missing:
+            fields = ", ".join(f"context.{m}" for m in self.missing)
+            return (
+                f"a request of kind {str(self.kind)!r} without {fields}, which {self.backend} "
+                "answers from (pass context=RequestContext(...) to llm.complete)"
+            )
         kinds = ", ".join(self.answers)
         if self.kind is None:
             return (

@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from planarena.planners.llm.base import Completion, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
-from planarena.planners.llm.protocol import ProtocolError, RequestKind
+from planarena.planners.llm.protocol import NEEDS, ProtocolError, RequestContext, RequestKind
 from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, digest, pick
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_mind import SimMind
@@ -49,24 +49,38 @@ __all__ = [
     "render_step",
 ]
 
-Answer = Callable[[Decider, Sequence[Message], str], str]  # (decider, messages, last) -> text
+Answer = Callable[[Decider, RequestContext], str]  # (decider, the request's context) -> text
 
-# How the simulated model answers each kind it models (the last message is where a request
-# states its specifics: the partial plan, the candidates, the plan to rate). A revision of the
-# remaining steps is written like a plan: the decider reads the execution log it is given.
-# The reserved kinds (``reflect``, ``verify``) are not modelled: they raise ProtocolError.
+# How the simulated model answers each kind it models, from the request's context (what the
+# prompt is about, as data; the prompt's wording is never read). A revision of the remaining
+# steps is written like a plan, from the execution log the context carries. The reserved kind
+# (``verify``) is not modelled: it raises ProtocolError.
 ANSWERS: Mapping[str, Answer] = MappingProxyType(
     {
-        RequestKind.ACT: lambda d, messages, last: d.act(messages),
-        RequestKind.PLAN: lambda d, messages, last: d.plan(last),
-        RequestKind.REVISE_PLAN: lambda d, messages, last: d.plan(last),
-        RequestKind.PROPOSE_ACTIONS: lambda d, messages, last: d.propose_actions(messages, last),
-        RequestKind.PROPOSE_STEPS: lambda d, messages, last: d.propose_steps(last),
-        RequestKind.RATE_CANDIDATES: lambda d, messages, last: d.rate_candidates(messages),
-        RequestKind.RATE_PLAN: lambda d, messages, last: d.rate_plan(last),
-        RequestKind.ROLLOUT: lambda d, messages, last: d.rollout(last),
+        RequestKind.ACT: Decider.act,
+        RequestKind.PLAN: Decider.plan,
+        RequestKind.REVISE_PLAN: Decider.plan,
+        RequestKind.PROPOSE_ACTIONS: Decider.propose_actions,
+        RequestKind.PROPOSE_STEPS: Decider.propose_steps,
+        RequestKind.RATE_CANDIDATES: Decider.rate_candidates,
+        RequestKind.RATE_PLAN: Decider.rate_plan,
+        RequestKind.ROLLOUT: Decider.rollout,
     }
 )
+
+
+def missing_context(kind: str, context: RequestContext | None) -> list[str]:
+    """The context fields a request of ``kind`` lacks (:data:`~.protocol.NEEDS`)."""
+    needs = list(NEEDS.get(kind, ()))
+    if (
+        kind == RequestKind.RATE_CANDIDATES
+        and (context is None or context.plan is None)
+        and "observations" not in needs
+    ):
+        needs.append("observations")  # candidate actions are rated at a transcript's point
+    if context is None:
+        return needs
+    return [n for n in needs if getattr(context, n) is None]
 
 
 class SimLLM(SimMind):
@@ -93,10 +107,13 @@ class SimLLM(SimMind):
         answer = ANSWERS.get(kind) if isinstance(kind, str) else None
         if answer is None:
             raise ProtocolError(kind, backend="the simulated LLM", answers=ANSWERS)
+        context = request.context
+        if missing := missing_context(kind, context):
+            raise ProtocolError(kind, backend="the simulated LLM", answers=ANSWERS, missing=missing)
         rng = self.draws.rng("llm", request.digest, request.occurrence)
         skill = self.skill_at(model.error_scale)
         tokens = request.o200k_prompt
         if tokens is None:
             tokens = count_messages(messages)
-        last = messages[-1]["content"] if messages else ""
-        return Completion(text=answer(Decider(self, skill, rng, tokens), messages, last))
+        decider = Decider(self, skill, rng, tokens)
+        return Completion(text=answer(decider, context or RequestContext()))

@@ -18,17 +18,9 @@ from typing import Any
 
 from planarena.envs.jsontext import encoder
 from planarena.envs.oracle import REPORT_UNREACHABLE, SUBMIT_ANSWER, GoldStep, Obs, literal_args
-from planarena.planners.formats import (
-    FINISH,
-    POSTCONDITION_NOTE,
-    dumps,
-    error_kind,
-    parse_candidates,
-    parse_step_lines,
-    render_candidates,
-)
-from planarena.planners.llm.base import Message
+from planarena.planners.formats import FINISH, dumps, render_candidates
 from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.protocol import Observed, RequestContext
 from planarena.planners.llm.sim_belief import (
     ACTION_MISTAKES,
     LOOK,
@@ -40,11 +32,10 @@ from planarena.planners.llm.sim_belief import (
     pick,
 )
 from planarena.planners.llm.sim_mind import SimMind
-from planarena.planners.llm.sim_reading import json_after, observation, render_step, step_core
+from planarena.planners.llm.sim_reading import render_step, step_core
 
 _PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
-_STEP_ID = re.compile(r"\bstep_(\d+)\b")
-_FAILED_STEP = re.compile(r"^Failed step: (\S+)", re.MULTILINE)
+_STEP_NUMBER = re.compile(r"step_(\d+)")
 
 
 class Decider:
@@ -76,10 +67,10 @@ class Decider:
     def _draw(self, weighted: Sequence[tuple[str, float]]) -> str | None:
         return pick(weighted, self.rng.random())
 
-    def _proposals(self, belief: Belief, last: str) -> list[str]:
-        """The kinds of the candidates a proposer asked for ("Propose k"): one sample of the
-        belief, then other options, each drawn in proportion to how good it looks."""
-        k = int(m.group(1)) if (m := re.search(r"Propose (\d+)", last)) else 3
+    def _proposals(self, belief: Belief, k: int | None) -> list[str]:
+        """The kinds of the ``k`` candidates a proposer asked for: one sample of the belief,
+        then other options, each drawn in proportion to how good it looks."""
+        k = 3 if k is None else k
         kinds = [self._sample(belief)]
         rest = [(kind, v) for kind, v in belief.values.items() if kind != kinds[0]]
         while len(kinds) < k and rest:
@@ -103,9 +94,9 @@ class Decider:
     # --- actions (a Thought/Action turn, candidate actions, judging them) -------------------
 
     def _action_point(
-        self, messages: Sequence[Message]
+        self, observed: Sequence[Observed]
     ) -> tuple[list[Obs], list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
-        obs = self.sim.observations(messages)
+        obs = self.sim.transcript(observed)
         overlooked = self.sim.overlooked(self.skill, obs)
         gold = self.oracle.remaining(obs, overlooked)
         options = self._action_options(gold, obs, overlooked)
@@ -162,9 +153,9 @@ class Decider:
             return f"{tool} failed; I will try it again."
         return f"Next I need {tool} to make progress on the task."
 
-    def act(self, messages: Sequence[Message]) -> str:
+    def act(self, context: RequestContext) -> str:
         """One Thought/Action turn: a sample of the belief at the transcript's point."""
-        _, gold, belief, options = self._action_point(messages)
+        _, gold, belief, options = self._action_point(context.observations or ())
         kind = self._sample(belief)
         tool, args = options[kind]
         text = (
@@ -173,11 +164,11 @@ class Decider:
         )
         return self._break(text)
 
-    def propose_actions(self, messages: Sequence[Message], last: str) -> str:
+    def propose_actions(self, context: RequestContext) -> str:
         """Candidate next actions, the first as an actor would take it, the rest other options."""
-        _, gold, belief, options = self._action_point(messages)
+        _, gold, belief, options = self._action_point(context.observations or ())
         chosen = []
-        for n, kind in enumerate(self._proposals(belief, last)):
+        for n, kind in enumerate(self._proposals(belief, context.k)):
             tool, args = options[kind]
             thought = self._thought(kind, tool, gold)
             chosen.append((thought if n == 0 else f"Alternatively: {thought}", tool, args))
@@ -239,26 +230,15 @@ class Decider:
             rendered["post_conditions"] = []
         return rendered, False
 
-    def plan(self, prompt: str) -> str:
+    def plan(self, context: RequestContext) -> str:
         """A Plan JSON for what remains after the execution log (a first plan, a replan, or a
-        revision that keeps the steps the model still believes right)."""
-        log_part = prompt.split("Execution log:", 1)[1] if "Execution log:" in prompt else ""
-        obs, checked = [], set()
-        for sid, tool, args, ok, text in parse_step_lines(log_part):
-            result_text, _, _ = text.partition(POSTCONDITION_NOTE)
-            if not ok and error_kind(text) is None:  # returned, but a check rejected it
-                checked.add(sid)
-                obs.append(observation(sid, tool, args, result_text))
-            else:
-                obs.append(observation(sid, tool, args, text, ok))
-        failed_id = m.group(1) if (m := _FAILED_STEP.search(prompt)) else None
+        revision of a candidate plan that keeps the steps the model still believes right)."""
+        obs, checked = self.sim.execution_log(context.observations or ())
+        failed_id = context.failed_step
         flagged = frozenset(checked | ({failed_id} if failed_id else set()))
         overlooked = self.sim.overlooked(self.skill, obs, flagged)
         gold = self.oracle.remaining(obs, overlooked)
         state = self.sim.signature(obs)
-        revising = (
-            json_after(prompt, "A candidate plan:") if "Improve this plan" in prompt else None
-        )
         trap_plan = gold[0].trap_plan if gold else None
         if (
             trap_plan
@@ -273,10 +253,9 @@ class Decider:
                 gold = trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
-        used = [int(n) for n in _STEP_ID.findall(prompt)] if obs else []
-        first = max(used, default=0) + 1
+        first = self._first_free_number(obs, context) if obs else 1
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
-        old = revising.get("steps") if isinstance(revising, dict) else None
+        old = context.plan
         steps: list[dict[str, Any]] = []
         persist = (
             self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}", gold)
@@ -301,6 +280,13 @@ class Decider:
             text = "```json\n" + head + ",]}" + tail + "\n```"
         return self._break(text)
 
+    @staticmethod
+    def _first_free_number(obs: list[Obs], context: RequestContext) -> int:
+        """The next step number after every step id the request shows (run, failed, pending)."""
+        ids = [o.key for o in obs] + list(context.pending) + [context.failed_step or ""]
+        used = [int(m.group(1)) for i in ids if (m := _STEP_NUMBER.fullmatch(i))]
+        return max(used, default=0) + 1
+
     def _persisted_step(
         self,
         obs: list[Obs],
@@ -322,7 +308,7 @@ class Decider:
         return {
             "id": step_id,
             "tool": failed.tool,
-            "args": dict(failed.args),
+            "args": json.loads(self.sim.json_of(failed.args)),  # as the log shows it
             "depends_on": [],
             "pre_conditions": [],
             "post_conditions": list(checks),
@@ -375,55 +361,50 @@ class Decider:
             believed = believed and kind == belief.top
         return looks, believed
 
-    def propose_steps(self, last: str) -> str:
+    def propose_steps(self, context: RequestContext) -> str:
         """Candidate next steps of a partial plan, distinct, or ``done`` past the last step."""
-        partial = json_after(last, "Plan so far:")
-        partial = partial if isinstance(partial, list) else []
+        partial = list(context.plan or ())
         init = self.sim.initial_gold()
         i = len(partial)
         if i >= len(init.gold):
             return self._break(json.dumps([{"done": True}]))
         g = init.gold[i]
         chosen: list[dict[str, Any]] = []
-        for kind in self._proposals(self._point_belief(i), last):
+        for kind in self._proposals(self._point_belief(i), context.k):
             rendered, stop = self._write_step(kind, g, init.ids)
             candidate = {"done": True} if stop else rendered
             if candidate not in chosen:
                 chosen.append(candidate)
         return self._break(_PLAN_JSON(chosen))
 
-    def rate_candidates(self, messages: Sequence[Message]) -> str:
+    def rate_candidates(self, context: RequestContext) -> str:
         """Scores of candidate steps or actions: how each looks to the belief, plus noise."""
-        last = messages[-1]["content"]
-        partial = json_after(last, "Plan so far:")
         lines = []
-        if isinstance(partial, list):  # candidate plan steps
+        if context.plan is not None:  # candidate steps of a partial plan
+            partial = list(context.plan)
             prefix = self._plan_values(partial)  # shared by every candidate
-            blocks = re.split(r"\n(?=Candidate \d+:)", last)[1:]
-            for n, block in enumerate(blocks, 1):
-                looks, _ = self._plan_values([json_after(block, ":")], len(partial), prefix)
+            for n, step in enumerate(context.candidates or (), 1):
+                looks, _ = self._plan_values([step], len(partial), prefix)
                 lines.append(f"Score {n}: {self._score(looks):.2f}")
-        else:  # candidate actions
-            _, _, belief, options = self._action_point(messages)
-            for n, turn in enumerate(parse_candidates(last), 1):
-                kind = self._action_kind(turn.action, turn.action_input, options)
+        else:  # candidate actions at a point of a transcript
+            _, _, belief, options = self._action_point(context.observations or ())
+            for n, (tool, args) in enumerate(context.candidates or (), 1):
+                kind = self._action_kind(tool, args, options)
                 lines.append(f"Score {n}: {self._score(belief.value(kind)):.2f}")
         return self._break("\n".join(lines))
 
-    def rate_plan(self, last: str) -> str:
+    def rate_plan(self, context: RequestContext) -> str:
         """A whole plan's score: its weakest step's look, scaled down when it is short."""
-        plan = json_after(last, "Plan:")
-        steps = plan.get("steps") if isinstance(plan, dict) else None
+        steps = context.plan
         if not isinstance(steps, list):
             return f"Score: {self._score(LOOK['invented'][0]):.2f}"
         looks, _ = self._plan_values(steps)
         looks *= min(1.0, len(steps) / max(len(self.sim.initial_gold().gold), 1))
         return self._break(f"Score: {self._score(looks):.2f}")
 
-    def rollout(self, last: str) -> str:
+    def rollout(self, context: RequestContext) -> str:
         """An imagined outcome: success when the model believes every step, else by optimism."""
-        partial = json_after(last, "Plan so far:")
-        steps = partial if isinstance(partial, list) else []
+        steps = list(context.plan or ())
         _, believed = self._plan_values(steps)
         success = believed or self.rng.random() < self.skill.rollout_optimism
         return f"Outcome: {'success' if success else 'failure'}"

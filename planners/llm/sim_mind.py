@@ -15,10 +15,10 @@ from typing import Any
 from planarena.envs.oracle import GoldStep, Obs, Oracle, Ref
 from planarena.envs.rng import KeyedDraws
 from planarena.planners.formats import dumps
-from planarena.planners.llm.base import Message
 from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.protocol import Observed
 from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, pick
-from planarena.planners.llm.sim_reading import render_step, step_core, transcript_observations
+from planarena.planners.llm.sim_reading import observation, render_step, step_core
 
 
 @dataclass
@@ -56,10 +56,9 @@ class SimMind:
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
         self._noticed: dict[tuple[str, str, str], float] = {}
         self.first_points: dict[str, str] = {}  # decision points of the first plan's steps
-        # the transcript read last: its (role, content) objects, its observations, pending
-        self._transcript: tuple[
-            list[tuple[str, str]], tuple[list[Obs], tuple[str, dict[str, Any]] | None]
-        ] = ([], ([], None))
+        # each observation of a request's context as the oracle reads it, per (object, key):
+        # a transcript resends the same objects every turn
+        self._observed: dict[tuple[int, str], tuple[Observed, Obs]] = {}
 
     def skill_at(self, error_scale: float) -> SkillProfile:
         """The episode's skill scaled for a model profile (built once per scale)."""
@@ -67,21 +66,29 @@ class SimMind:
             self._skills[error_scale] = self.skill.scaled(error_scale)
         return self._skills[error_scale]
 
-    def observations(self, messages: Sequence[Message]) -> list[Obs]:
-        """The observations of a Thought/Action transcript. A transcript grows turn by turn:
-        when its first messages are the very ones read last time (the same role and content
-        objects), only the new ones are read."""
-        seen, (obs, pending) = self._transcript
-        n = len(seen)
-        if n <= len(messages) and all(
-            messages[i]["role"] is r and messages[i]["content"] is c
-            for i, (r, c) in enumerate(seen)
-        ):
-            obs, pending = transcript_observations(messages[n:], list(obs), pending)
-        else:
-            obs, pending = transcript_observations(messages)
-        self._transcript = ([(m["role"], m["content"]) for m in messages], (obs, pending))
-        return list(obs)
+    def _as_obs(self, o: Observed, key: str, ok: bool | None) -> Obs:
+        known = self._observed.get((id(o), key))
+        if known is None or known[0] is not o:
+            known = self._observed[(id(o), key)] = (o, observation(key, o.tool, o.args, o.text, ok))
+        return known[1]
+
+    def transcript(self, observed: Sequence[Observed]) -> list[Obs]:
+        """The observations of a transcript (its tool calls in order, failed attempts
+        included), keyed by position: what a call failed with is read from its text."""
+        return [self._as_obs(o, f"obs_{i}", None) for i, o in enumerate(observed)]
+
+    def execution_log(self, observed: Sequence[Observed]) -> tuple[list[Obs], set[str]]:
+        """(the observations of an execution log keyed by step id, the ids of results a
+        check rejected). A rejected result is read as it was returned: the model sees the
+        value, and that a check flagged it."""
+        obs, checked = [], set()
+        for o in observed:
+            if o.rejected_by_check:
+                checked.add(o.id)
+                obs.append(self._as_obs(o, o.id, None))
+            else:
+                obs.append(self._as_obs(o, o.id, o.ok))
+        return obs, checked
 
     def json_of(self, value: Any) -> str:
         """``dumps(value)``, once per object: the simulator only reads the values it parsed."""

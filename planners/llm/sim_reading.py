@@ -1,38 +1,26 @@
-"""How the simulated model reads a prompt: a transcript's observations, the JSON after a
-marker, a plan step's core, and a gold step written as a model would write it.
+"""How the simulated model reads what a request is about: an observation as the oracle reads
+it, a plan step's core, and a gold step written as a model would write it.
 
-Reading is separate from deciding so that every request kind reads a prompt the same way.
+It reads the request's context (:class:`~planarena.planners.llm.protocol.RequestContext`),
+never the prompt's wording; reading is separate from deciding so that every request kind reads
+an observation or a step the same way.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from planarena.envs import caches
 from planarena.envs.oracle import GoldStep, Obs, Ref
-from planarena.planners.formats import OutputParseError, dumps, error_kind, parse_action_turn
-from planarena.planners.llm.base import Message
-
-_DECODER = json.JSONDecoder()  # stateless: one for every raw_decode
-
-
-@lru_cache(maxsize=4096)
-def _read_action(content: str) -> tuple[str, dict[str, Any]] | None:
-    """(tool, args) of one assistant turn; cached because a transcript is re-read each turn.
-    The cached args are shared: the simulator only reads them."""
-    try:
-        turn = parse_action_turn(content)
-    except OutputParseError:
-        return None
-    return turn.action, turn.action_input
+from planarena.planners.formats import dumps, error_kind
 
 
 @lru_cache(maxsize=4096)
 def _read_result(text: str) -> tuple[Any, str | None]:
-    """(result, error kind) of one observation text (cached and shared like the above)."""
+    """(result, error kind) of one observation text (cached: the same text is read again and
+    again; the parsed result is shared, and the simulator only reads it)."""
     kind = error_kind(text)
     if kind is not None:
         return None, kind
@@ -42,29 +30,7 @@ def _read_result(text: str) -> tuple[Any, str | None]:
         return text, None
 
 
-caches.register(_read_action.cache_clear)
 caches.register(_read_result.cache_clear)
-
-
-def transcript_observations(
-    messages: Sequence[Message],
-    out: list[Obs] | None = None,
-    pending: tuple[str, dict[str, Any]] | None = None,
-) -> tuple[list[Obs], tuple[str, dict[str, Any]] | None]:
-    """Observations of a Thought/Action transcript: an assistant action, then 'Observation: ...'
-    (and the action still waiting for its observation); ``out`` and ``pending`` continue the
-    reading of an earlier part of the transcript."""
-    out = [] if out is None else out
-    for m in messages:
-        if m["role"] == "assistant":
-            pending = _read_action(m["content"])
-        elif (
-            m["role"] == "user" and pending is not None and m["content"].startswith("Observation:")
-        ):
-            text = m["content"][len("Observation:") :].strip()
-            out.append(observation(f"obs_{len(out)}", pending[0], pending[1], text))
-            pending = None
-    return out, pending
 
 
 def observation(key: str, tool: str, args: Any, text: str, ok: bool | None = None) -> Obs:
@@ -74,18 +40,6 @@ def observation(key: str, tool: str, args: Any, text: str, ok: bool | None = Non
     if ok is False or kind is not None:
         return Obs(key, tool, args, text, kind or "error")  # the error text, for the oracle
     return Obs(key, tool, args, result, None)
-
-
-def json_after(prompt: str, marker: str) -> Any:
-    """The JSON value that follows ``marker`` in the prompt (None if absent or broken)."""
-    at = prompt.find(marker)
-    if at < 0:
-        return None
-    try:
-        value, _ = _DECODER.raw_decode(prompt[at + len(marker) :].lstrip())
-    except json.JSONDecodeError:
-        return None
-    return value
 
 
 def step_core(step: Any) -> tuple[Any, str, tuple[str, ...]]:
