@@ -9,15 +9,14 @@ The best plan is executed with parallel layers and the replanning ladder: the se
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from planarena.envs import clock
 from planarena.envs.tools import Toolbox
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.executor import LadderPolicy
-from planarena.planners.formats import RATE_PLAN, OutputParseError, parse_score
+from planarena.planners.formats import RATE_PLAN, OutputParseError, lenient_json, parse_score
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.params import Backoff, Count, Times, checked
@@ -30,18 +29,15 @@ from pydantic import Field
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
 
 
-def _strict_steps(text: str) -> list | None:
+def _written_steps(text: str) -> list[Any] | None:
+    """The steps of a plan as the model wrote them (read with the one lenient JSON reader
+    every parser uses, before any normalization), for a request about that plan."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = lenient_json(text, [])
+    except OutputParseError:
         return None
     steps = value.get("steps") if isinstance(value, dict) else None
     return steps if isinstance(steps, list) else None
-
-
-def _readable(text: str) -> list | str:
-    steps = _strict_steps(text)
-    return "unreadable" if steps is None else steps  # TEMPORARY: the old judge's strictness
 
 
 class _PlanTree:
@@ -71,7 +67,7 @@ class _PlanTree:
         if not parent[1]:
             user = f"Task: {self.task.goal}"
         else:
-            improve = _strict_steps(parent[1])
+            improve = _written_steps(parent[1])
             user = (
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
@@ -95,7 +91,7 @@ class _PlanTree:
             ],
             role="evaluator",
             kind=RequestKind.RATE_PLAN,
-            context=RequestContext(plan=_readable(text)),
+            context=RequestContext(plan=_written_steps(text) or []),
         )
         try:
             return parse_score(verdict)
