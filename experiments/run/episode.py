@@ -45,6 +45,9 @@ from pydantic import BaseModel, ConfigDict
 # pre-condition on ``api_key_valid`` would have shown to be dead.
 _PREMISE_ERRORS = frozenset({"not_found", "bad_args", "invalid_api_key"})
 _HALLUCINATION_REASONS = frozenset({"unknown_tool", "unknown_fallback"})
+# The step stopped on what an earlier result held, not on a tool error: a post-condition
+# rejected the result, or a placeholder into it found nothing (the executor's messages).
+_RESULT_REJECTED = ("post-condition failed", "missing or null in")
 
 
 class EpisodeRecord(BaseModel):
@@ -98,6 +101,12 @@ class EpisodeRecord(BaseModel):
     wall_s: float
 
 
+def _stopped_by_trap(result: PlannerResult, grade: Grade) -> bool:
+    """The agent opened a trap and then stopped on a result's content (walked into a dead end
+    and did not come back), not on a tool error."""
+    return grade.trap_touched and any(m in result.detail for m in _RESULT_REJECTED)
+
+
 def classify(
     result: PlannerResult, grade: Grade, calls: Sequence[ToolCallRecord], task: Task
 ) -> str:
@@ -108,14 +117,16 @@ def classify(
     if stop == "reported_unreachable" and task.unreachable and grade.saw_missing_data:
         return "correctly_reported_unreachable"  # the honest outcome, not a completion
     if stop == "reported_unreachable":  # said so without having established it
-        return "gave_up_after_tool_failure"
-    if stop == "answered":
-        return "dead_end" if grade.trap_in_answer else "false_success"
+        return "dead_end" if _stopped_by_trap(result, grade) else "gave_up_after_tool_failure"
+    if stop == "answered":  # a stale figure it was led to (it opened the trap), or just wrong
+        return "dead_end" if grade.trap_in_answer and grade.trap_touched else "false_success"
     if stop == "malformed_output":
         return "malformed_output"
     if stop in ("budget", "job_cost_cap"):  # the episode's budget, or the job's cost cap
         return "budget_exhausted"
     if stop == "plan_error":
+        if _stopped_by_trap(result, grade):  # e.g. an ended promotion's page has no links
+            return "dead_end"
         reason = result.detail.split(":")[0]
         return "hallucinated_tool_call" if reason in _HALLUCINATION_REASONS else "plan_logic_error"
     if stop == "precondition_failed":  # the premise *was* checked, and nothing recovered
@@ -128,6 +139,8 @@ def classify(
         return "hallucinated_tool_call"
     if last == PLAN_LOGIC:  # the tool refused a call the plan got wrong (e.g. a {dep_result}
         return "plan_logic_error"  # left unfilled), whatever planner made it
+    if last == "not_found" and task.unreachable and grade.saw_missing_data:
+        return "gave_up_after_tool_failure"  # the missing data itself: seen, not reported
     if last in _PREMISE_ERRORS:
         return "precondition_unverified"
     if last is None:
