@@ -107,6 +107,17 @@ REQUIRED_SUMMARY_INPUTS: tuple[str, ...] = (
 )
 
 
+CHECK_COLUMNS: tuple[str, ...] = (
+    "postcondition_catches",
+    "wrong_returned",
+    "wrong_caught",
+    "check_false_alarms",
+)
+"""Post-condition counts: rejections, and the ground truth of them
+(:mod:`planarena.experiments.records.checks`); records written before it lack the last three,
+and a table that reads them says so."""
+
+
 EPISODE_COLUMNS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (
@@ -115,6 +126,7 @@ EPISODE_COLUMNS: tuple[str, ...] = tuple(
             *CONFIG_KEYS,
             *REQUIRED_SUMMARY_INPUTS,
             *ROLE_TOKEN_COLUMNS,
+            *CHECK_COLUMNS,
             "exposed_faults",
             "stop_reason",  # job_cost_cap: an episode the job's cost cap cut, not measured
             "overrides",

@@ -21,6 +21,7 @@ from planarena.envs.base import Env, Grade, Task
 from planarena.envs.faults import FaultRule
 from planarena.envs.rng import derive_seed
 from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
+from planarena.experiments.records.checks import with_check_counts
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
 from planarena.experiments.run.llm_factory import model_profiles
 from planarena.planners.base import Planner, PlannerResult, TaskView
@@ -94,6 +95,9 @@ class EpisodeRecord(BaseModel):
     plan_repairs: int
     postcondition_catches: int
     checked_calls: int
+    wrong_returned: int = 0  # set by records.checks (the ground truth of post-conditions)
+    wrong_caught: int = 0
+    check_false_alarms: int = 0
     exposed_faults: str
     latency_s: float
     cost_usd: float | None  # None: a model with no price entry was called
@@ -381,6 +385,7 @@ async def run_episode(
     record = _record(
         ctx, job, task, end, llm.usage, episode_tools, exposure, sim_clock.now, wall0
     )
+    record = with_check_counts(record, trace, episode_tools.calls, lambda: env.oracle(task))
     return record, _trace_doc(ctx, job, task, end, trace, episode_tools.calls)
 
 

@@ -11,9 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from planarena.experiments.analysis.metrics import failure_distribution, summarize
+from planarena.experiments.analysis.stats import boot_rng, task_bootstrap_ratio, wilson_interval
 from planarena.experiments.analysis.table_format import _pct
+from planarena.experiments.records.checks import CHECK_KEYS
+from planarena.experiments.records.schema import measured
 from planarena.experiments.studies.registry import Study, study
 
 # §9.1 completion rate (%), by complexity: simple (3 steps), medium (5-8), complex (10+).
@@ -37,6 +41,9 @@ ARTICLE_93 = {
     "plan_logic_error": ("plan logic error", None, 12),
     "hallucinated_tool_call": ("hallucinated tool call", 15, 11),
 }
+# source_articles.md, article A, item 9: post-conditions "intercept 15-20 % of tool calls that look
+# successful but return wrong results", an estimate: a share of the wrong results, a recall.
+ARTICLE_CHECKS = "15-20%"
 ORDER = ["react", "plan_execute", "plan_execute_replan", "tot"]
 SEED_ENV = "report"  # §9 measures report-writing tasks: the tables are this env's episodes
 FAILURE_PLANNERS = ("react", "plan_execute", "plan_execute_replan")  # §9.3's columns
@@ -144,6 +151,77 @@ def table_93(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _share_interval(
+    hits: pd.Series, totals: pd.Series, tasks: pd.Series, seed: int, *parts: object
+) -> tuple[float, float, float]:
+    """(share, low, high) of ``hits.sum() / totals.sum()``: the hull of the Wilson interval
+    of the pooled counts (right at 0 % and 100 %, where a bootstrap collapses) and a task
+    bootstrap of the ratio (one episode's results are not independent draws)."""
+    n, k = int(totals.sum()), int(hits.sum())
+    if n == 0:
+        return (float("nan"),) * 3
+    low, high = wilson_interval(k, n)
+    per_task = pd.DataFrame({"k": hits.to_numpy(), "n": totals.to_numpy(), "t": tasks.to_numpy()})
+    sums = per_task.groupby("t", sort=True, observed=True)[["k", "n"]].sum()
+    b_low, b_high = task_bootstrap_ratio(
+        sums["k"].to_numpy(np.float64), sums["n"].to_numpy(np.float64), rng=boot_rng(seed, *parts)
+    )
+    if not np.isnan(b_low):
+        low, high = min(low, b_low), max(high, b_high)
+    return (k / n, low, high)
+
+
+def table_checks(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame | None:
+    """Post-conditions per planner, from the records' ground truth: recall (wrong results
+    that returned normally and a post-condition rejected, over all of them) and precision
+    (rejections that refused a result the task could not use, over all rejections), each
+    with a 95% interval; None when the records predate the ground truth."""
+    if not {*CHECK_KEYS, "postcondition_catches"} <= set(df.columns):
+        return None
+    df = measured(df)
+    tasks = df["env"].astype(str) + "/" + df["complexity"].astype(str) + "/" + df["task_id"]
+    rows = []
+    planners = [p for p in ORDER if p in set(df["planner"])]
+    planners += sorted(p for p in set(df["planner"]) if p not in ORDER)
+    for planner in planners:
+        mine = df["planner"] == planner
+        d, t = df[mine], tasks[mine]
+        caught, returned = d["wrong_caught"], d["wrong_returned"]
+        rejections, alarms = d["postcondition_catches"], d["check_false_alarms"]
+        recall = _share_interval(caught, returned, t, seed, "checks", planner, "recall")
+        right = rejections - alarms
+        precision = _share_interval(right, rejections, t, seed, "checks", planner, "precision")
+        rows.append(
+            {
+                "planner": planner,
+                "wrong returned": int(returned.sum()),
+                "caught": int(caught.sum()),
+                "recall": _ci(*recall) + f" (article {ARTICLE_CHECKS})",
+                "rejections": int(rejections.sum()),
+                "of a wrong result": int(caught.sum()),
+                "of an unusable result": int(right.sum() - caught.sum()),
+                "false alarms": int(alarms.sum()),
+                "precision": _ci(*precision),
+                "episodes": int(len(d)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+CHECKS_NOTE = (
+    "`wrong returned`: tool calls that returned normally with a result an injected fault"
+    ' altered ("200 but wrong"); `caught`: those a plan step\'s post-condition rejected;'
+    " `recall` = caught / wrong returned. `rejections`: all post-condition rejections, of a"
+    " wrong result (caught), of a result the task could not use though no fault touched it (a"
+    " stale page, a decoy: the oracle's remaining steps are no fewer with it), and false"
+    " alarms (a result that moved the task forward, refused); `precision` = (rejections -"
+    " false alarms) / rejections. Intervals: the hull of the Wilson interval of the counts"
+    " and a task bootstrap. The article's 15-20 % is an estimate of the share of"
+    " wrong-but-successful calls that checks intercept, a recall. A planner that writes no"
+    " post-conditions (ReAct) catches nothing here."
+)
+
+
 def assumptions(cfg: Mapping[str, Any], df: pd.DataFrame) -> str:
     from planarena.envs.report.env import LATENCY
 
@@ -199,6 +277,13 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
         df = df[df["env"] == SEED_ENV].reset_index(drop=True)
     summary = summarize(df, seed=seed, planner_order=ORDER)
     t91, t92, t93 = table_91(summary), table_92(summary), table_93(df)
+    checks = table_checks(df, seed=seed)
+    checks_text = (
+        "Post-condition ground truth is not in these records (written before"
+        " `wrong_returned`): rerun to measure recall and precision."
+        if checks is None
+        else checks.to_markdown(index=False) + "\n\n" + CHECKS_NOTE
+    )
     text = (
         "\n\n".join(
             [
@@ -222,6 +307,8 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
                 "cost divided by the completions.\n\n" + t92.to_markdown(index=False),
                 "## 9.3 Failure-mode distribution (share of failed episodes)\n\n"
                 + t93.drop(columns=["key"]).to_markdown(index=False),
+                "## Post-conditions: recall and precision (the article's 15-20 % claim)\n\n"
+                + checks_text,
                 "Figures: `figures/completion.*` (9.1), `figures/pareto_tokens.*` and "
                 "`figures/latency_percentiles.*` (9.2), `figures/failure_modes.*` (9.3).",
             ]
@@ -232,6 +319,8 @@ def render(df: pd.DataFrame, cfg: Mapping[str, Any], out_dir: Path, seed: int = 
     t91.to_csv(out_dir / "seed_table_9_1.csv", index=False)
     t92.to_csv(out_dir / "seed_table_9_2.csv", index=False)
     t93.to_csv(out_dir / "seed_table_9_3.csv", index=False)
+    if checks is not None:
+        checks.to_csv(out_dir / "seed_table_checks.csv", index=False)
     return text
 
 
