@@ -503,7 +503,13 @@ def render_candidates(turns: list[tuple[str, str, dict[str, Any]]]) -> str:
 
 # The format a request asks for, recognised by the marker its prompt carries (the last user
 # message first: a search prompt asks for candidates or a score over a ReAct or plan system).
+REFLECT = (
+    "The last action failed. Reflect on it in a few sentences: what went wrong, and what "
+    "you will do differently from now on. Respond with one line: Reflection: <text>"
+)
+
 _REQUEST_MARKERS = (
+    ("reflection", REFLECT),
     ("candidates", PROPOSE_ACTIONS.split("{k}")[1][:40]),
     ("steps", PROPOSE_STEPS.split("{k}")[1][:40]),
     ("scores", RATE_CANDIDATES),
@@ -523,13 +529,14 @@ MAX_TOKENS: dict[str, int] = {
     "scores": 300,
     "score": 300,
     "outcome": 200,
+    "reflection": 300,
     "other": 1000,
 }
 
 
 def request_format(messages: Sequence[Mapping[str, str]]) -> str:
     """Which output format a chat request asks for: action, candidates, plan, steps, scores,
-    score, outcome or other."""
+    score, outcome, reflection or other."""
     users = [m["content"] for m in messages if m["role"] == "user"]
     last = users[-1] if users else ""
     for name, marker in _REQUEST_MARKERS:

@@ -40,6 +40,18 @@ class ReActPlanner(Planner):
         answers (the wording changes only which sample it draws)."""
         return react_system(tools)
 
+    async def after_failure(
+        self,
+        llm: EpisodeLLM,
+        messages: list[dict[str, str]],
+        seen: Sequence[Observed],
+        memory: list[str],
+    ) -> None:
+        """Called after a tool call failed, its observation already in ``messages``. ReAct
+        does nothing: the model sees the error on its next turn. A subclass may add to the
+        conversation (``messages``) and to what later requests say they carry (``memory``,
+        sent as ``RequestContext.reflections``)."""
+
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         stats = PlannerStats()
         trace = llm.trace
@@ -51,13 +63,14 @@ class ReActPlanner(Planner):
         parse_failures = 0
         previous: tuple[str, str] | None = None
         seen: list[Observed] = []  # the tool calls observed so far: the request's context
+        memory: list[str] = []  # what the conversation carries beyond them (reflections)
         for _turn in range(self.max_turns):
             native = tools.catalogue() if self.tool_calling == "native" else None
             text = await llm.complete(
                 messages,
                 role="executor",
                 kind=RequestKind.ACT,
-                context=RequestContext(observations=tuple(seen)),
+                context=RequestContext(observations=tuple(seen), reflections=tuple(memory)),
                 tools=native,
             )
             messages.append({"role": "assistant", "content": text})
@@ -100,6 +113,8 @@ class ReActPlanner(Planner):
                 observation, ok = err.observation(), False
             messages.append({"role": "user", "content": f"Observation: {observation}"})
             seen.append(Observed(str(len(seen)), turn.action, turn.action_input, observation, ok))
+            if not ok:
+                await self.after_failure(llm, messages, seen, memory)
         return PlannerResult(
             None, "budget", f"no answer after {self.max_turns} turns", stats, trace
         )

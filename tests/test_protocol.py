@@ -35,7 +35,7 @@ from planarena.planners.formats import request_format
 from planarena.planners.llm.base import Completion, EpisodeLLM, Message, Request
 from planarena.planners.llm.openai_backend import OpenAIBackend
 from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
-from planarena.planners.llm.protocol import RESERVED, ProtocolError, RequestKind
+from planarena.planners.llm.protocol import RESERVED, ProtocolError, RequestContext, RequestKind
 from planarena.planners.llm.sim import ANSWERS, SimLLM
 from planarena.planners.llm.tokens import count_text
 from planarena.planners.prompts import react_system
@@ -53,6 +53,7 @@ MODELLED = {str(k) for k in RequestKind} - {str(k) for k in RESERVED}
 # ``revise_plan``); a kind outside its set is a wrong declaration.
 PLANNER_KINDS = {
     "react": {"act"},
+    "reflexion": {"act", "reflect"},
     "plan_execute": {"plan"},
     "plan_execute_replan": {"plan", "revise_plan"},
     "topo": {"plan", "revise_plan"},
@@ -71,6 +72,7 @@ FORMAT_KINDS = {
     "scores": {"rate_candidates"},
     "score": {"rate_plan"},
     "outcome": {"rollout"},
+    "reflection": {"reflect"},
 }
 
 
@@ -136,7 +138,7 @@ def test_the_kinds_are_one_documented_enum_and_the_simulator_answers_all_but_the
         "verify",
     ]
     assert all(k.__doc__ and len(k.__doc__) > 30 for k in RequestKind)
-    assert {str(k) for k in RESERVED} == {"reflect", "verify"}
+    assert {str(k) for k in RESERVED} == {"verify"}
     assert {str(k) for k in ANSWERS} == MODELLED
     assert RequestKind.ACT == "act" and RequestKind("rate_plan") is RequestKind.RATE_PLAN
 
@@ -210,7 +212,7 @@ class _OneRequest(Planner):
     ("planner", "kind", "says"),
     [
         ("my_kindless_planner", None, "with no kind"),
-        ("my_reflecting_planner", "reflect", "of kind 'reflect', which the simulated LLM does not"),
+        ("my_reflecting_planner", "reflect", "of kind 'reflect' without context.observations"),
         ("my_verifying_planner", RequestKind.VERIFY, "of kind 'verify', which the simulated LLM"),
         ("my_typo_planner", "reflekt", "of kind 'reflekt', which is not a kind of the request"),
     ],
@@ -224,7 +226,10 @@ def test_a_request_the_simulator_does_not_model_ends_as_a_named_harness_error(
     assert record.failure_mode == "harness_error" and record.stop_reason == "harness_error"
     assert not record.success
     assert record.detail.startswith(f"ProtocolError: planner {planner} sent a request {says}")
-    assert "act, plan, revise_plan" in record.detail  # what it could have asked for
+    if "without context" in says:  # what it must carry
+        assert "pass context=RequestContext(...)" in record.detail
+    else:  # what it could have asked for
+        assert "act, plan, revise_plan" in record.detail
     (event,) = [e for e in trace["events"] if e["event"] == "harness_error"]
     assert event["error"] == record.detail
     parse_event(event)  # a valid trace line
@@ -414,7 +419,8 @@ def test_the_same_messages_get_the_same_draws_whatever_kind_they_are_sent_as() -
 
     def ask(kind: str, occurrence: int) -> str:
         sim = SimLLM(SKILLS["weak"], env.oracle(task), seed_keys=(0, task.env, task.task_id, 0))
-        request = Request(Request.digest_of(messages), occurrence, kind=kind)
+        context = RequestContext(observations=(), failed_step="step_1")
+        request = Request(Request.digest_of(messages), occurrence, kind=kind, context=context)
         out = asyncio.run(
             sim.generate(messages, role="planner", model=sim_models()["default"], request=request)
         )

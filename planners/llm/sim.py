@@ -65,6 +65,7 @@ ANSWERS: Mapping[str, Answer] = MappingProxyType(
         RequestKind.RATE_CANDIDATES: Decider.rate_candidates,
         RequestKind.RATE_PLAN: Decider.rate_plan,
         RequestKind.ROLLOUT: Decider.rollout,
+        RequestKind.REFLECT: Decider.reflect,
     }
 )
 
@@ -115,5 +116,12 @@ class SimLLM(SimMind):
         tokens = request.o200k_prompt
         if tokens is None:
             tokens = count_messages(messages)
-        decider = Decider(self, skill, rng, tokens)
+        decider = Decider(
+            self,
+            skill,
+            rng,
+            tokens,
+            repeat=request.occurrence > 0,
+            reflections=context.reflections if context is not None else (),
+        )
         return Completion(text=answer(decider, context or RequestContext()))

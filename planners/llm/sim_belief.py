@@ -75,6 +75,25 @@ class Belief:
         """How good an option of ``kind`` looks; one the model cannot see looks middling."""
         return self.values.get(kind, sum(LOOK["other"]) / 2)
 
+    def corrected(self) -> Belief:
+        """The same view with the right option preferred: what the model believes once a
+        reflection has shown it its mistake (the values of the two options swap)."""
+        if self.top == "right" or "right" not in self.values:
+            return self
+        values = dict(self.values)
+        values["right"], values[self.top] = values[self.top], values["right"]
+        return Belief("right", values)
+
+    def runner_up(self) -> tuple[str, float] | None:
+        """The best-looking option other than the preferred one, if it looks at least fair
+        (as good as a right option the model does not prefer can look): the option a fresh
+        sample of the same decision can land on instead."""
+        others = [(v, k) for k, v in self.values.items() if k != self.top]
+        if not others:
+            return None
+        v, k = max(others)
+        return (k, v) if v >= LOOK["right"][0] else None
+
 
 def pick(weighted: Sequence[tuple[str, float]], x: float) -> str | None:
     """The option a uniform draw ``x`` in [0, 1) lands on, in proportion to the weights

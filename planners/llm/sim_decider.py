@@ -23,7 +23,6 @@ from planarena.planners.llm.profiles import SkillProfile
 from planarena.planners.llm.protocol import Observed, RequestContext
 from planarena.planners.llm.sim_belief import (
     ACTION_MISTAKES,
-    LOOK,
     NO_OBSERVATION,
     PLAN_MISTAKES,
     PREFERRED,
@@ -32,7 +31,7 @@ from planarena.planners.llm.sim_belief import (
     pick,
 )
 from planarena.planners.llm.sim_mind import SimMind
-from planarena.planners.llm.sim_reading import render_step, step_core
+from planarena.planners.llm.sim_reading import step_core
 
 _PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 _STEP_NUMBER = re.compile(r"step_(\d+)")
@@ -42,13 +41,25 @@ class Decider:
     """Answers one request: the model, its skill for this request's model profile, the
     request's own random stream and its prompt length."""
 
-    def __init__(self, sim: SimMind, skill: SkillProfile, rng: random.Random, tokens: int) -> None:
+    def __init__(
+        self,
+        sim: SimMind,
+        skill: SkillProfile,
+        rng: random.Random,
+        tokens: int,
+        *,
+        repeat: bool = False,
+        reflections: Sequence[str] = (),
+    ) -> None:
         self.sim = sim
         self.oracle = sim.oracle
         self.skill = skill
         self.rng = rng
         self.tokens = tokens
         self.err = skill.error_rate(tokens)
+        self.repeat = repeat  # the same prompt was asked before: a further sample of it
+        # what the reflections in view concern (those this model wrote; others carry nothing)
+        self.lessons = tuple(sorted({sim.lessons[r] for r in reflections if r in sim.lessons}))
 
     # --- shared ------------------------------------------------------------------------------
 
@@ -58,11 +69,24 @@ class Decider:
 
     def _sample(self, belief: Belief) -> str:
         """One proposal from a belief: its preferred option, or after a slip another option
-        drawn in proportion to how good it looks."""
+        drawn in proportion to how good it looks. A further sample of the same prompt may
+        land on the runner-up instead (``sample_diversity``)."""
         if not self._slip():
+            if self.repeat and self.skill.sample_diversity > 0:
+                return self._diverse(belief)
             return belief.top
         others = [(k, v) for k, v in belief.values.items() if k != belief.top]
         return self._draw(others) or belief.top
+
+    def _diverse(self, belief: Belief) -> str:
+        """A fresh sample of a decision: the runner-up (if it looks at least fair) with the
+        chance ``sample_diversity`` times its share of the two options' looks."""
+        runner = belief.runner_up()
+        if runner is None:
+            return belief.top
+        kind, v = runner
+        share = v / (v + belief.value(belief.top))
+        return kind if self.rng.random() < self.skill.sample_diversity * share else belief.top
 
     def _draw(self, weighted: Sequence[tuple[str, float]]) -> str | None:
         return pick(weighted, self.rng.random())
@@ -73,7 +97,11 @@ class Decider:
         k = 3 if k is None else k
         kinds = [self._sample(belief)]
         rest = [(kind, v) for kind, v in belief.values.items() if kind != kinds[0]]
+        diversity = self.skill.sample_diversity
         while len(kinds) < k and rest:
+            if diversity < 1 and self.rng.random() >= diversity:
+                kinds.append(kinds[0])  # the same option again, in other words
+                continue
             other = self._draw(rest)
             if other is None:
                 break
@@ -101,8 +129,29 @@ class Decider:
         gold = self.oracle.remaining(obs, overlooked)
         options = self._action_options(gold, obs, overlooked)
         point = digest("act", self.sim.signature(obs), gold[0].key if gold else "done")
-        belief = self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
+        belief = self._reflected(
+            point, self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
+        )
+        self._point = point
         return obs, gold, belief, options
+
+    def _reflected(self, point: str, belief: Belief) -> Belief:
+        """The belief at a point with the reflections in view: a wrong belief is corrected
+        with the chance ``reflection_gain`` (one draw per point and set of lessons, so the
+        same reflections at the same point decide the same way)."""
+        if not self.lessons or belief.top == "right":
+            return belief
+        u = self.sim.draws.uniform01("reflect", point, *self.lessons)
+        return belief.corrected() if u < self.skill.reflection_gain else belief
+
+    def _judged(self, point: str, belief: Belief, kind: str) -> float:
+        """How an option looks to a judge: ``judge_correlation`` of it is the proposer's
+        belief at the point, the rest the judge's own view (:meth:`SimMind.judge_view`)."""
+        rho = self.skill.judge_correlation
+        if rho >= 1.0:
+            return belief.value(kind)
+        own = self.sim.judge_view(self.skill, point, list(belief.values))
+        return rho * belief.value(kind) + (1.0 - rho) * own.value(kind)
 
     def _action_options(
         self, gold: list[GoldStep], obs: list[Obs], overlooked: frozenset[str]
@@ -186,6 +235,25 @@ class Decider:
             return "invented"
         return "other"
 
+    def reflect(self, context: RequestContext) -> str:
+        """A critique of the last failed call of a transcript. The simulated model remembers
+        what each critique it wrote concerns (the point of the failure), so a reflection that
+        comes back in view can correct later beliefs (``reflection_gain``); the text names
+        the failure, never the oracle's right move."""
+        obs = self.sim.transcript(context.observations or ())
+        at = next((i for i in range(len(obs) - 1, -1, -1) if obs[i].error is not None), None)
+        if at is None:
+            return "Reflection: nothing has failed so far; carry on with the plan."
+        failed = obs[at]
+        lesson = digest("lesson", self.sim.signature(obs[: at + 1]))
+        text = (
+            f"Reflection: calling {failed.tool} with {self.sim.json_of(failed.args)} failed "
+            f"({failed.error}). Doing the same again will fail the same way; I should check "
+            "what the task needs at this point and take another route to it."
+        )
+        self.sim.lessons.setdefault(text, lesson)
+        return self._break(text)
+
     # --- plans -------------------------------------------------------------------------------
 
     def _step_point(self, state: str, g: GoldStep) -> str:
@@ -202,21 +270,21 @@ class Decider:
             options.append("trap")
         if not g.deps:
             options.remove("dependency")
-        if not g.post:
-            options.remove("unchecked")
+        if not self.sim.written_checks(self.skill, g):
+            options.remove("unchecked")  # no check it would write: none to omit
         return options
 
     def _step_belief(self, state: str, g: GoldStep) -> Belief:
-        return self.sim.belief(
-            self.skill, self._step_point(state, g), self._step_options(g), self.err, PLAN_MISTAKES
-        )
+        point = self._step_point(state, g)
+        belief = self.sim.belief(self.skill, point, self._step_options(g), self.err, PLAN_MISTAKES)
+        return self._reflected(point, belief)
 
     def _write_step(
         self, kind: str, g: GoldStep, ids: dict[str, str]
     ) -> tuple[dict[str, Any], bool]:
         """The step of one kind as written: (step, whether the plan stops here)."""
         step = g.trap if kind == "trap" and g.trap is not None else g
-        rendered = render_step(step, ids)
+        rendered = self.sim.render(self.skill, step, ids)
         if kind == "invented":
             rendered["tool"] = self.sim.invented_tool(g.key)
         elif kind == "premise":
@@ -257,19 +325,21 @@ class Decider:
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
         old = context.plan
         steps: list[dict[str, Any]] = []
-        persist = (
-            self._persisted_step(obs, failed_id, state, f"step_{first + len(gold)}", gold)
-            if obs
-            else None
-        )
-        if persist is not None:
-            steps.append(persist)
+        persist = self._persisted(obs, failed_id, state) if obs else None
+        if persist is not None and not gold:  # nothing left it believes in but the failed call
+            steps.append(self._in_place({"id": f"step_{first}", "depends_on": []}, persist))
         for i, g in enumerate(gold):
             belief = self._step_belief(state, g)
-            if isinstance(old, list) and i < len(old) and self._kind_of(old[i], i) == belief.top:
+            if (
+                isinstance(old, (list, tuple))
+                and i < len(old)
+                and self._kind_of(old[i], i) == belief.top
+            ):
                 steps.append(old[i])  # a revision keeps what the model still believes right
                 continue
             rendered, stop = self._write_step(self._sample(belief), g, ids)
+            if i == 0 and persist is not None:
+                rendered, stop = self._in_place(rendered, persist), False
             if stop:
                 break
             steps.append(rendered)
@@ -287,33 +357,25 @@ class Decider:
         used = [int(m.group(1)) for i in ids if (m := _STEP_NUMBER.fullmatch(i))]
         return max(used, default=0) + 1
 
-    def _persisted_step(
-        self,
-        obs: list[Obs],
-        failed_id: str | None,
-        state: str,
-        step_id: str,
-        gold: list[GoldStep],
-    ) -> dict[str, Any] | None:
-        """A replanner committed to its line writes the failed step again, unchanged."""
+    def _persisted(self, obs: list[Obs], failed_id: str | None, state: str) -> Obs | None:
+        """The failed call a replanner committed to its line writes again, unchanged (None:
+        it changes course). A step blocked by its pre-condition is not a call to repeat."""
         failed = next((o for o in reversed(obs) if o.key == failed_id), None)
         if failed is None or failed.error is None or failed.error == "precondition":
             return None
         belief = self.sim.belief(
             self.skill, digest("persist", state), ["right", "persist"], self.err, {}
         )
-        if belief.top != "persist":
-            return None
-        checks = next((g.post for g in gold if g.tool == failed.tool), [])
+        belief = self._reflected(digest("persist", state), belief)
+        return failed if belief.top == "persist" else None
+
+    def _in_place(self, rendered: dict[str, Any], failed: Obs) -> dict[str, Any]:
+        """The next step written as the failed call again: its id, dependencies and checks
+        stay, so the steps that depend on it still do."""
         return {
-            "id": step_id,
+            **rendered,
             "tool": failed.tool,
             "args": json.loads(self.sim.json_of(failed.args)),  # as the log shows it
-            "depends_on": [],
-            "pre_conditions": [],
-            "post_conditions": list(checks),
-            "retry_limit": 3,
-            "fallback": None,
         }
 
     # --- partial plans (search planners) -----------------------------------------------------
@@ -329,7 +391,8 @@ class Decider:
             return "invented"
         core = step_core(step)
         if core == init.cores[i]:
-            return "right" if step.get("post_conditions") or not init.gold[i].post else "unchecked"
+            written = self.sim.written_checks(self.skill, init.gold[i])
+            return "right" if step.get("post_conditions") or not written else "unchecked"
         if core == init.trap_cores[i]:
             return "trap"
         right = init.cores[i]
@@ -348,16 +411,27 @@ class Decider:
         return self._step_belief(NO_OBSERVATION, init.gold[i])
 
     def _plan_values(
-        self, steps: list[Any], start: int = 0, so_far: tuple[float, bool] = (1.0, True)
+        self,
+        steps: Sequence[Any],
+        start: int = 0,
+        so_far: tuple[float, bool] = (1.0, True),
+        *,
+        judge: bool = False,
     ) -> tuple[float, bool]:
-        """(how good the plan looks to the model: as good as its weakest step; whether the
-        model believes every step is what it would write). ``steps`` may continue a plan
-        whose first ``start`` steps gave ``so_far``."""
+        """(how good the plan looks: as good as its weakest step, to the proposer's belief or,
+        for a ``judge``, to the judge's view; whether the model believes every step is what it
+        would write). ``steps`` may continue a plan whose first ``start`` steps gave
+        ``so_far``."""
         looks, believed = so_far
+        init = self.sim.initial_gold()
         for i, step in enumerate(steps, start):
             kind = self._kind_of(step, i)
             belief = self._point_belief(i)
-            looks = min(looks, belief.value(kind))
+            if judge and i < len(init.gold):
+                point = self._step_point(NO_OBSERVATION, init.gold[i])
+                looks = min(looks, self._judged(point, belief, kind))
+            else:
+                looks = min(looks, belief.value(kind))
             believed = believed and kind == belief.top
         return looks, believed
 
@@ -382,24 +456,26 @@ class Decider:
         lines = []
         if context.plan is not None:  # candidate steps of a partial plan
             partial = list(context.plan)
-            prefix = self._plan_values(partial)  # shared by every candidate
+            prefix = self._plan_values(partial, judge=True)  # shared by every candidate
             for n, step in enumerate(context.candidates or (), 1):
-                looks, _ = self._plan_values([step], len(partial), prefix)
+                looks, _ = self._plan_values([step], len(partial), prefix, judge=True)
                 lines.append(f"Score {n}: {self._score(looks):.2f}")
         else:  # candidate actions at a point of a transcript
             _, _, belief, options = self._action_point(context.observations or ())
             for n, (tool, args) in enumerate(context.candidates or (), 1):
                 kind = self._action_kind(tool, args, options)
-                lines.append(f"Score {n}: {self._score(belief.value(kind)):.2f}")
+                looks = self._judged(self._point, belief, kind)
+                lines.append(f"Score {n}: {self._score(looks):.2f}")
         return self._break("\n".join(lines))
 
     def rate_plan(self, context: RequestContext) -> str:
-        """A whole plan's score: its weakest step's look, scaled down when it is short."""
-        steps = context.plan
-        if not isinstance(steps, list):
-            return f"Score: {self._score(LOOK['invented'][0]):.2f}"
-        looks, _ = self._plan_values(steps)
-        looks *= min(1.0, len(steps) / max(len(self.sim.initial_gold().gold), 1))
+        """A whole plan's score: how its weakest step looks to the judge, its end included
+        (a plan that stops where a step is still needed ends on a "stop" decision, judged
+        like any other). The judge never reads how long the right plan is."""
+        steps = list(context.plan or ())
+        end = {"done": True}
+        ending = [end] if self._kind_of(end, len(steps)) == "stop" else []
+        looks, _ = self._plan_values([*steps, *ending], judge=True)
         return self._break(f"Score: {self._score(looks):.2f}")
 
     def rollout(self, context: RequestContext) -> str:

@@ -54,6 +54,9 @@ class SimMind:
         # and whether the oracle calls it subtle (a transcript is re-read every turn)
         self._read_obs: dict[int, tuple[Obs, str, bool]] = {}
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
+        self._checks: dict[tuple[int, str], list[str]] = {}  # the checks a model writes
+        self._judge_views: dict[tuple[object, ...], Belief] = {}
+        self.lessons: dict[str, str] = {}  # reflections this model wrote -> what they concern
         self._noticed: dict[tuple[str, str, str], float] = {}
         self.first_points: dict[str, str] = {}  # decision points of the first plan's steps
         # each observation of a request's context as the oracle reads it, per (object, key):
@@ -117,6 +120,44 @@ class SimMind:
             tool = tools[int(self.draws.uniform01("invent", key) * len(tools))]
             self._invented[key] = tool
         return tool
+
+    def written_checks(self, skill: SkillProfile, g: GoldStep) -> list[str]:
+        """The post-conditions this model writes for step ``g``: each check of the step's
+        pool (what a careful model could think of, never what a fault is set to break) with
+        the chance ``check_coverage``, one draw per check an episode (what the model thinks
+        can go wrong does not change between plans)."""
+        written = self._checks.get((id(skill), g.key))
+        if written is None:
+            cover = skill.check_coverage
+            written = [c for c in g.checks if self.draws.uniform01("check", g.key, c) < cover]
+            self._checks[(id(skill), g.key)] = written
+        return written
+
+    def render(self, skill: SkillProfile, g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
+        """A gold step as this model writes it: its own checks, not the oracle's."""
+        rendered = render_step(g, ids)
+        rendered["post_conditions"] = list(self.written_checks(skill, g))
+        return rendered
+
+    def judge_view(self, skill: SkillProfile, point: str, available: Sequence[str]) -> Belief:
+        """A judge's own view of the options at a decision point, apart from the proposer's
+        belief: it prefers the right option with the chance ``judge_accuracy``, else one of
+        the other options it can see (the attractive ones first); drawn from the point alone,
+        so every judge request about the point shares it."""
+        memo = (id(skill), point, tuple(available))
+        if (known := self._judge_views.get(memo)) is not None:
+            return known
+        u = self.draws.under("judge", point).uniform01
+        top = "right"
+        wrong = [k for k in available if k != "right"]
+        if wrong and u("top") >= skill.judge_accuracy:
+            attractive = [k for k in ("trap", "persist", "fallback") if k in wrong]
+            pool = attractive or wrong
+            top = pool[min(int(u("which") * len(pool)), len(pool) - 1)]
+        values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in available}
+        values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
+        view = self._judge_views[memo] = Belief(top, values)
+        return view
 
     def _misses(self, skill: SkillProfile, o: Obs) -> bool:
         key = (o.tool, self.json_of(o.args), self.json_of(o.result))
@@ -204,8 +245,8 @@ class SimMind:
         if self._initial is None:
             gold = self.oracle.remaining([])
             ids = {g.key: f"step_{1 + i}" for i, g in enumerate(gold)}
-            rendered = [render_step(g, ids) for g in gold]
-            traps = [render_step(g.trap, ids) if g.trap else None for g in gold]
+            rendered = [self.render(self.skill, g, ids) for g in gold]
+            traps = [self.render(self.skill, g.trap, ids) if g.trap else None for g in gold]
             self._initial = Gold(
                 gold,
                 ids,
