@@ -1,95 +1,259 @@
-"""The sensitivity grid: its design, its verdicts on hand-made tables, and a tiny real run."""
+"""The sensitivity study: its design, its paired intervals and verdicts on hand-made records, and
+tiny real runs through the one episode loop."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pytest
 from conftest import CONFIGS
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
+from planarena.experiments.analysis.stats import sign_test_p
+from planarena.experiments.run.llm_factory import ConfigError
+from planarena.experiments.run.prepare import prepare
 from planarena.experiments.run.runner import run
+from planarena.experiments.studies.registry import canonical
 from planarena.experiments.studies.report import render_study, study_config
-from planarena.experiments.studies.sensitivity import (
+from planarena.experiments.studies.sensitivity import design_of, two_level
+from planarena.experiments.studies.sensitivity_report import markdown
+from planarena.experiments.studies.sensitivity_stats import (
     VERDICTS,
-    _markdown,
-    by_factor,
-    cell_label,
-    design,
-    verdicts,
+    Settings,
+    analyse,
+    groups_of,
+    net_win_interval,
+    verdict_of,
 )
 
-
-def test_design_has_centre_one_at_a_time_and_corners() -> None:
-    factors = {"a": [0, 1, 2], "b": [10, 20, 30], "c": [5, 6, 7]}
-    cells = design(factors, ["a", "b"])
-    assert cells[0] == {"a": 1, "b": 20, "c": 6}
-    # centre + 2 other levels per factor + 4 corners, no duplicates
-    assert len(cells) == 1 + 3 * 2 + 4
-    assert {"a": 0, "b": 30, "c": 6} in cells
-    assert len({cell_label(c) for c in cells}) == len(cells)
+ALPHA = 0.05
 
 
-def _table(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [{"cell": c, "complexity": "simple", "planner": p, "completion": v} for c, p, v in rows]
-    )
+# ---- the design ---------------------------------------------------------------------------
 
 
-def test_verdicts_hold_mostly_flip_by_hand() -> None:
-    cells = [f"c{i}" for i in range(10)]
-    always = [(c, "x", 0.9) for c in cells] + [(c, "y", 0.5) for c in cells]
-    once = [(c, "x", 0.9 if i else 0.1) for i, c in enumerate(cells)] + [
-        (c, "y", 0.5) for c in cells
-    ]
-    half = [(c, "x", 0.9 if i % 2 else 0.1) for i, c in enumerate(cells)] + [
-        (c, "y", 0.5) for c in cells
-    ]
-    tie = [(c, "x", 0.5) for c in cells] + [(c, "y", 0.5) for c in cells]
-    got = [verdicts(_table(t), ["x", "y"]).iloc[0] for t in (always, once, half, tie)]
-    assert [g.verdict for g in got] == ["holds", "mostly", "flips", "tie"]
-    assert (got[0].a_better, got[0].b_better) == (10, 0)
-    assert (got[1].a_better, got[1].b_better) == (9, 1)
-    assert (got[3].a_better, got[3].b_better) == (0, 0)  # ties decide nothing
-    assert got[1].against_leader == "c0"
-    assert got[3].leader == "" and got[3].against_leader == ""
+def _config(factors: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "planner": {"react": {}, "dfs": {}},
+        "faults": {"rate_scale": 1.0},
+        "llm": {"backend": "sim", "models": {"replanner": {"error_scale": 1.5}}},
+        "sensitivity": {"factors": factors, **spec},
+    }
 
 
-def test_a_pair_tied_in_every_cell_is_a_tie_not_an_ordering_that_holds() -> None:
-    """x and y complete equally often everywhere: no ordering, so not one that holds. A pair
-    tied in all cells but one, where x is better, still holds."""
-    cells = [f"c{i}" for i in range(6)]
-    rows = [(c, "x", 0.75) for c in cells] + [(c, "y", 0.75) for c in cells]
-    rows += [(c, "z", 0.5) for c in cells]
-    rows += [(c, "w", 0.75 if i else 0.5) for i, c in enumerate(cells)]
-    got = verdicts(_table(rows), ["x", "y", "z", "w"]).set_index(["planner_a", "planner_b"])
-    assert got.loc[("x", "y")].verdict == "tie"
-    assert (got.loc[("x", "y")].a_better, got.loc[("x", "y")].b_better) == (0, 0)
-    assert got.loc[("x", "z")].verdict == "holds" and got.loc[("y", "z")].verdict == "holds"
-    assert got.loc[("x", "w")].verdict == "holds"  # tied in 5 cells, x better in 1
-    assert (got.loc[("x", "w")].a_better, got.loc[("x", "w")].b_better) == (1, 0)
-    assert got.loc[("z", "w")].verdict == "holds"  # w better in 5 cells, tied in 1
-    assert got.loc[("x", "y")].verdict not in ("holds", "mostly", "flips")
-    # every verdict with decided cells has one side better somewhere
-    decided = got[got.verdict != "tie"]
-    assert ((decided.a_better + decided.b_better) > 0).all()
-    # the Markdown's counts keep ties apart from the orderings that hold
-    text = _markdown(
-        _table(rows), verdicts(_table(rows), ["x", "y", "z", "w"]), [], 1, pd.DataFrame()
-    )
-    assert "5 holds, 0 mostly, 0 flips, 1 tie (pairs)" in text
-    assert "| x | y | 0 | 0 | **tie** |" in text
+FACTORS = {
+    "evaluator_noise": [0.03, 0.1, 0.3],
+    "p_trap": [0.1, 0.25, 0.5],
+    "fault_rate_scale": [0.5, 1.0, 2.0],
+    "replanner": {"key": "llm.models.replanner.error_scale", "levels": [1.0, 1.5, 3.0]},
+    "dfs_nodes": {"key": "planner.dfs.max_nodes", "levels": [15, 40, 80]},
+}
 
 
-def test_by_factor_names_reversed_pairs() -> None:
-    factors = {"noise": [0, 1, 2]}
-    cells = design(factors, [])
+def test_the_design_is_the_centre_then_a_balanced_orthogonal_two_level_fraction() -> None:
+    d = design_of(_config(FACTORS))
+    assert d.labels[0] == "centre" and d.values[0]["p_trap"] == 0.25
+    assert d.runs == 8 and len(d.labels) == 1 + 8 and len(set(d.labels)) == len(d.labels)
+    signs = np.array([s[1:] for s in d.signs.values()])  # factors x runs, centre dropped
+    assert (signs.sum(axis=1) == 0).all()  # each factor low in half the runs, high in half
+    assert (signs @ signs.T == 8 * np.eye(len(FACTORS))).all()  # any two are orthogonal
+    assert len({tuple(v.values()) for v in d.values}) == len(d.values)  # no run twice
+    cells = d.cells()
+    assert cells[1].overrides["planner.dfs.max_nodes"] in (15, 80)
+    assert cells[1].overrides["llm.skill_overrides.p_trap"] in (0.1, 0.5)
+    assert cells[1].overrides["faults.rate_scale"] in (0.5, 2.0)
+    assert cells[1].columns["replanner"] in (1.0, 3.0)
+
+
+def test_the_design_is_seeded() -> None:
+    same = design_of(_config(FACTORS, design_seed=0)).values
+    assert design_of(_config(FACTORS, design_seed=0)).values == same
+    assert design_of(_config(FACTORS, design_seed=1)).values != same
+    # few factors in many runs: no factor's column is another's or a product of two others
+    table = two_level(4, 16, seed=0)
+    for i, j, k in itertools.permutations(range(4), 3):
+        assert not (table[:, i] == table[:, j] * table[:, k]).all()
+        assert not (table[:, i] == -table[:, j] * table[:, k]).all()
+
+
+def test_a_factor_the_run_cannot_vary_is_left_out_and_named() -> None:
+    factors = {
+        **FACTORS,
+        "mcts_iterations": {"key": "planner.mcts.iterations", "levels": [8, 16, 64]},
+        "outages": {"key": "faults.no_such_knob", "levels": [1, 2, 3]},
+    }
+    d = design_of(_config(factors))
+    assert set(d.left_out) == {"mcts_iterations", "outages"}
+    assert "mcts is not in this run" in d.left_out["mcts_iterations"]
+    assert "mcts_iterations" not in d.values[0]
+    text = markdown(pd.DataFrame(), pd.DataFrame(), d, 5, Settings(), False)
+    assert "Left out of this run's design" in text and "- outages:" in text
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"factors": {"p_trap": [0.1, 0.5]}}, "levels must be"),
+        ({"factors": {"p_trap": [0.1, 0.2, 0.1]}}, "low and high levels are equal"),
+        ({"factors": {"p_trap": [0.1, 0.2, 0.5]}, "corners": []}, "sensitivity.corners: unknown"),
+        ({"factors": {"p_trap": [0.1, 0.2, 0.5]}, "runs": 3}, "power of two"),
+        ({"factors": {}}, "at least one factor"),
+    ],
+)
+def test_a_bad_design_is_one_clear_line(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        design_of({"planner": {}, "llm": {}, "sensitivity": spec})
+
+
+# ---- the paired intervals -----------------------------------------------------------------
+
+
+def test_the_exact_cell_interval_excludes_zero_exactly_when_the_sign_test_rejects() -> None:
+    for a, b in itertools.product(range(13), repeat=2):
+        low, high = net_win_interval(a, b, 30, 1 - ALPHA)
+        assert low <= (a - b) / 30 <= high
+        assert (low > 0 or high < 0) == (sign_test_p(a, b) < ALPHA), (a, b)
+    assert net_win_interval(1, 0, 100, 0.95)[0] < 0  # 1 task against 0 decides nothing
+    assert net_win_interval(0, 0, 50, 0.95) == (0.0, 0.0)
+
+
+def records_of(
+    outcomes: dict[str, np.ndarray], env: str = "report", complexity: str = "simple"
+) -> pd.DataFrame:
+    """Records from ``outcomes[planner]``: a cells x tasks array of 0/1 successes."""
     rows = []
-    for cell, x in zip(cells, (0.8, 0.9, 0.2), strict=True):
-        rows += [(cell_label(cell), "x", x), (cell_label(cell), "y", 0.5)]
-    out = by_factor(_table(rows), factors, cells, ["x", "y"])
-    assert out.iloc[0].pairs_reversed == 1 and out.iloc[0].which == "x/y"
+    for planner, table in outcomes.items():
+        for c, t in itertools.product(range(table.shape[0]), range(table.shape[1])):
+            rows.append(
+                {"cell": f"c{c}", "env": env, "complexity": complexity, "seed": 0,
+                 "task_id": f"t{t:02d}", "planner": planner, "success": bool(table[c, t])}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def verdicts_of(
+    outcomes: dict[str, np.ndarray], levels: dict[str, Sequence[int]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    records = records_of(outcomes)
+    cells = [f"c{c}" for c in range(next(iter(outcomes.values())).shape[0])]
+    groups = groups_of(records, cells, list(outcomes), ["env", "complexity"])
+    return analyse(groups, list(outcomes), levels or {}, Settings(ALPHA, 500, 0))
+
+
+CELLS, TASKS = 10, 50
+
+
+def pair(wins: dict[int, Sequence[int]], losses: dict[int, Sequence[int]]) -> pd.Series:
+    """The verdict row of x vs y, where x alone succeeds on ``wins[cell]`` tasks and y alone
+    on ``losses[cell]`` (both fail the rest)."""
+    x, y = np.zeros((CELLS, TASKS)), np.zeros((CELLS, TASKS))
+    for c, tasks in wins.items():
+        x[c, list(tasks)] = 1
+    for c, tasks in losses.items():
+        y[c, list(tasks)] = 1
+    return verdicts_of({"x": x, "y": y})[0].iloc[0]
+
+
+def test_every_verdict_is_reachable_from_hand_made_records() -> None:
+    every = range(CELLS)
+    holds = pair({c: range(20) for c in every}, {})
+    assert (holds.verdict, holds.leader, holds.cells_a, holds.cells_b) == ("holds", "x", 10, 0)
+    # pooled alone: 5 tasks a cell (never significant in one cell), other tasks in each cell
+    pooled = pair({c: range(5 * c, 5 * c + 5) for c in every}, {})
+    assert (pooled.verdict, pooled.cells_a, pooled.pooled_sign) == ("holds", 0, 1)
+    # 20 to 0 in one cell, 2 the other way in each of the rest: no pooled ordering
+    depends = pair({0: range(20)}, {c: range(20 + 2 * c, 22 + 2 * c) for c in range(1, 10)})
+    assert (depends.verdict, depends.leader, depends.cells_a, depends.pooled_sign) == (
+        "depends", "x", 1, 0,
+    )  # fmt: skip
+    flips = pair({0: range(20)}, {1: range(20, 40)})
+    assert (flips.verdict, flips.cells_a, flips.cells_b, flips.leader) == ("flips", 1, 1, "")
+    unresolved = pair({c: range(3) for c in range(CELLS)}, {})
+    assert unresolved.verdict == "unresolved" and unresolved.pooled_diff > 0
+    tie = pair({}, {})
+    assert tie.verdict == "tie"
+    assert {holds.verdict, depends.verdict, flips.verdict, unresolved.verdict, tie.verdict} == set(
+        VERDICTS
+    )
+
+
+def test_one_discordant_task_against_none_is_unresolved_not_holds() -> None:
+    """Finding 7: tot > topo 'held' on 1 vs 0 discordant tasks. The same task in every cell,
+    or one task in one cell: nothing is significant."""
+    assert pair({c: [7] for c in range(CELLS)}, {}).verdict == "unresolved"
+    one = pair({3: [7]}, {})
+    assert one.verdict == "unresolved" and one.cells_a == 0 and one.pooled_sign == 0
+    # the same outcomes on every task, although the completion rates move across cells
+    x = np.zeros((CELLS, TASKS))
+    x[:, : TASKS // 2] = 1
+    assert verdicts_of({"x": x, "y": x.copy()})[0].iloc[0].verdict == "tie"
+
+
+def test_a_cell_against_a_pooled_ordering_keeps_it_from_holding() -> None:
+    """x is better pooled (4 tasks in each of 9 cells), y significantly better in the tenth."""
+    got = pair({c: range(4 * c, 4 * c + 4) for c in range(9)}, {9: range(36, 50)})
+    assert got.pooled_sign == 1 and got.cells_b == 1 and got.cells_a == 0
+    assert got.verdict == "depends"
+
+
+def test_the_cell_intervals_are_corrected_for_the_number_of_cells() -> None:
+    """8 to 0 in one cell: p = 0.008, significant alone, not over 10 cells (0.005); pooled
+    over the cells (the same 8 tasks, 8 to 0) it is."""
+    x = np.zeros((CELLS, TASKS))
+    x[0, :8] = 1
+    verdict, cells, _ = verdicts_of({"x": x, "y": np.zeros((CELLS, TASKS))})
+    assert cells.iloc[0].p_value < ALPHA and cells.iloc[0].significant == 0
+    assert verdict.iloc[0].cells_a == 0 and verdict.iloc[0].pooled_sign == 1
+    _, alone, _ = verdicts_of({"x": x[:1], "y": np.zeros((1, TASKS))})
+    assert alone.iloc[0].significant == 1  # one cell: no correction
+
+
+def test_a_factor_that_reverses_an_ordering_is_named() -> None:
+    """x beats y on 20 tasks where factor f is low and y beats x where it is high; g is
+    balanced against f and moves nothing."""
+    f = [0, -1, -1, 1, 1, -1, -1, 1, 1]
+    g = [0, -1, 1, -1, 1, -1, 1, -1, 1]
+    x, y = np.zeros((9, TASKS)), np.zeros((9, TASKS))
+    for c, s in enumerate(f):
+        if s == -1:
+            x[c, :20] = 1
+        elif s == 1:
+            y[c, 20:40] = 1
+    _, _, factors = verdicts_of({"x": x, "y": y}, {"f": f, "g": g})
+    got = factors.set_index("factor")
+    assert bool(got.loc["f"].reverses) and bool(got.loc["f"].moves)
+    assert got.loc["f"].at_low > 0 > got.loc["f"].at_high
+    assert not got.loc["g"].reverses and not got.loc["g"].moves
+
+
+def test_envs_are_never_pooled_in_a_verdict() -> None:
+    """x beats y on env a and y beats x on env b by as much: pooled they would tie."""
+    x, y = np.zeros((4, TASKS)), np.zeros((4, TASKS))
+    x[:, :20] = 1
+    records = pd.concat(
+        [records_of({"x": x, "y": y}, env="a"), records_of({"x": y, "y": x}, env="b")]
+    )
+    groups = groups_of(records, [f"c{c}" for c in range(4)], ["x", "y"], ["env", "complexity"])
+    got = analyse(groups, ["x", "y"], {}, Settings(ALPHA, 200, 0))[0].set_index("env")
+    assert got.loc["a"].verdict == "holds" and got.loc["a"].leader == "x"
+    assert got.loc["b"].verdict == "holds" and got.loc["b"].leader == "y"
+
+
+def test_verdict_of_reads_only_significance() -> None:
+    assert verdict_of([1, 0, -1], 1, False) == "flips"
+    assert verdict_of([0, 0], 1, False) == "holds"
+    assert verdict_of([0, -1], 1, False) == "depends"
+    assert verdict_of([0, 1], 0, False) == "depends"
+    assert verdict_of([0, 0], 0, False) == "unresolved"
+    assert verdict_of([0, 0], 0, True) == "tie"
+
+
+# ---- real runs ----------------------------------------------------------------------------
 
 
 def run_study(out: Path, overrides: list[str], study: dict[str, Any]) -> str:
@@ -106,81 +270,81 @@ def run_study(out: Path, overrides: list[str], study: dict[str, Any]) -> str:
     return render_study(out, config, out)
 
 
-def test_a_tiny_grid_runs_end_to_end(tmp_path: Path) -> None:
+def test_the_default_study_covers_every_family_with_50_tasks_and_every_required_factor() -> None:
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose("config", overrides=["experiment=sensitivity"])
+    config = canonical(OmegaConf.to_container(cfg, resolve=True))
+    assert config["n_tasks"] >= 50
+    assert set(config["env"]) == {"report", "rag", "pipeline", "web_nav", "code_gen", "research"}
+    keys = {f.key for f in design_of(config).factors}
+    assert {
+        "llm.skill_overrides.evaluator_noise", "llm.skill_overrides.judge_correlation",
+        "llm.skill_overrides.p_trap", "llm.skill_overrides.p_miss_signal",
+        "llm.skill_overrides.check_coverage", "llm.models.replanner.error_scale",
+        "llm.skill_overrides.rollout_optimism", "faults.rate_scale", "planner.dfs.max_nodes",
+        "planner.mcts.iterations", "planner.bfs.beam_width", "planner.tot.beam_width",
+    } <= keys  # fmt: skip
+    assert len(design_of(config).labels) <= 17  # the centre and 16 runs: the time budget
+
+
+def test_a_cell_sets_planner_knobs_and_the_replanner_model() -> None:
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose(
+            "config",
+            overrides=["experiment=sensitivity", "planner=[dfs]", "env=[report]", "n_tasks=1",
+                       "complexity=simple"],
+        )  # fmt: skip
+    prepared = prepare(cfg)
+    design = design_of(canonical(prepared.container))
+    for ctx, values in zip(prepared.contexts, design.values, strict=True):
+        assert ctx.planners["dfs"].max_nodes == values["dfs_max_nodes"]  # type: ignore[attr-defined]
+        assert ctx.models["replanner"].error_scale == values["replanner_error_scale"]
+    assert "mcts_iterations" in design.left_out
+
+
+def test_a_bad_factor_is_a_config_error() -> None:
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose("config", overrides=["experiment=sensitivity", "planner=[react]"])
+    with open_dict(cfg):
+        OmegaConf.update(cfg, "sensitivity.factors", {"p_trap": [0.1, 0.5]}, merge=False)
+    with pytest.raises(ConfigError, match="study=sensitivity: sensitivity.factors.p_trap"):
+        prepare(cfg)
+
+
+def test_a_tiny_study_runs_end_to_end(tmp_path: Path) -> None:
     line = run_study(
         tmp_path,
         [
             "experiment=sensitivity",
-            "planner=[react,plan_execute_replan]",
-            "n_tasks=2",
+            "planner=[react,plan_execute_replan,dfs]",
+            "env=[report,rag]",
+            "n_tasks=3",
             "complexity=[simple]",
         ],
         {
-            "sensitivity.factors": {"p_trap": [0.0, 0.25, 0.9], "fault_rate_scale": [0, 1, 2]},
-            "sensitivity.corners": ["p_trap", "fault_rate_scale"],
+            "sensitivity.factors": {
+                "p_trap": [0.0, 0.25, 0.9],
+                "fault_rate_scale": [0, 1, 2],
+                "dfs_max_nodes": {"key": "planner.dfs.max_nodes", "levels": [5, 40, 80]},
+            },
+            "sensitivity.n_boot": 200,
         },
     )
-    assert "cells" in line
     csv = pd.read_csv(tmp_path / "sensitivity.csv")
-    assert list(csv.columns) == [
-        "planner_a", "planner_b", "env", "complexity", "cells", "a_better", "b_better", "verdict",
-    ]  # fmt: skip
-    assert csv.iloc[0].cells >= 8 and set(csv.verdict) <= set(VERDICTS)
-    # a tied pair never counts as holding
-    holds = csv[csv.verdict == "holds"]
-    assert ((holds.a_better + holds.b_better) > 0).all()
-    tie = csv[csv.verdict == "tie"]
-    assert ((tie.a_better == 0) & (tie.b_better == 0)).all()
+    assert {"planner_a", "planner_b", "env", "complexity", "cells", "pooled_diff", "pooled_low",
+            "pooled_high", "cells_a", "cells_b", "verdict", "factor"} <= set(csv)  # fmt: skip
+    assert len(csv) == 3 * 2 and set(csv.verdict) <= set(VERDICTS)  # pairs x envs, not pooled
+    assert (csv.cells == 1 + 4).all()
     counts = csv.verdict.value_counts()
     assert ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) in line
-    assert "By assumption" in (tmp_path / "sensitivity.md").read_text()
+    pairs = pd.read_csv(tmp_path / "sensitivity_pairs.csv")
+    assert len(pairs) == len(csv) * 5 and (pairs.n == 3).all()
+    assert ((pairs.low <= pairs["diff"]) & (pairs["diff"] <= pairs.high)).all()
+    factors = pd.read_csv(tmp_path / "sensitivity_factors.csv")
+    assert set(factors.factor) == {"p_trap", "fault_rate_scale", "dfs_max_nodes"}
+    text = (tmp_path / "sensitivity.md").read_text()
+    for section in ("## Verdicts", "## By assumption", "## Design", "## report: simple"):
+        assert section in text
     episodes = pd.read_json(tmp_path / "episodes.jsonl", lines=True)
     assert (episodes.failure_mode != "harness_error").all()
-    assert episodes["cell"].nunique() == csv.iloc[0].cells  # every cell's records kept
-
-
-def test_envs_are_never_pooled_in_a_verdict() -> None:
-    """x beats y on one env and y beats x on the other by as much, in every cell: pooled, the
-    two would tie everywhere; per env each ordering holds."""
-    cells = [f"c{i}" for i in range(4)]
-    rows = []
-    for c in cells:
-        rows += [
-            {"cell": c, "env": "a", "complexity": "simple", "planner": "x", "completion": 0.9},
-            {"cell": c, "env": "a", "complexity": "simple", "planner": "y", "completion": 0.5},
-            {"cell": c, "env": "b", "complexity": "simple", "planner": "x", "completion": 0.5},
-            {"cell": c, "env": "b", "complexity": "simple", "planner": "y", "completion": 0.9},
-        ]
-    got = verdicts(pd.DataFrame(rows), ["x", "y"]).set_index("env")
-    assert len(got) == 2
-    assert got.loc["a"].verdict == "holds" and got.loc["a"].a_better == 4
-    assert got.loc["b"].verdict == "holds" and got.loc["b"].b_better == 4
-    text = _markdown(pd.DataFrame(rows), got.reset_index(), [], 1, pd.DataFrame())
-    assert "## a: simple" in text and "## b: simple" in text
-
-
-def test_a_grid_over_two_envs_keeps_them_apart(tmp_path: Path) -> None:
-    """``experiment=sensitivity 'env=[report,rag]'``: each cell's completion is over one env's
-    n_tasks tasks (it was over both envs' tasks pooled, n = 2 x n_tasks, with no env column)."""
-    line = run_study(
-        tmp_path,
-        [
-            "experiment=sensitivity",
-            "planner=[react,plan_execute]",
-            "env=[report,rag]",
-            "n_tasks=2",
-            "complexity=[simple]",
-        ],
-        {"sensitivity.factors": {"p_trap": [0.0, 0.25, 0.9]}, "sensitivity.corners": []},
-    )
-    cells = pd.read_csv(tmp_path / "sensitivity_cells.csv")
-    assert set(cells.env) == {"report", "rag"}
-    assert (cells.n == 2).all()
-    assert len(cells) == 3 * 2 * 2  # cells x envs x planners
-    csv = pd.read_csv(tmp_path / "sensitivity.csv")
-    assert sorted(csv.env) == ["rag", "report"]
-    factors = pd.read_csv(tmp_path / "sensitivity_factors.csv")
-    assert sorted(factors.env) == ["rag", "report"]
-    assert "pairs x envs x complexities" in line
-    text = (tmp_path / "sensitivity.md").read_text()
-    assert "## report: simple" in text and "## rag: simple" in text
+    assert episodes["cell"].nunique() == 5  # every cell's records kept

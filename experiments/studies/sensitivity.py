@@ -1,77 +1,178 @@
-"""How far a ranking survives its assumptions: a grid over the simulator's decisive parameters.
+"""How far a ranking survives its assumptions: a fractional factorial over the simulator's
+decisive parameters, with a paired interval behind every verdict.
 
 ``planarena experiment=sensitivity`` runs every planner on the same tasks in every cell of a
-grid over the assumptions that decide rankings (judge noise, trap attraction, how often a
-subtle warning sign is missed, the fault rates, how much of a model's error is a wrong belief
-rather than a sampling slip), then reports for each pair of planners and each complexity (and
-each env: several envs are kept apart, never pooled) whether the ordering by completion *holds*
-in every cell, *mostly* holds, or *flips*, naming the cells where it flips, or whether the two
-*tie* (complete equally often in every cell: no ordering to hold). ``experiment=budget_curves``
-uses the same machinery over the per-episode token budget and plots completion against it.
+seeded two-level fractional factorial (plus its centre) over the assumptions that could decide
+rankings: the judge's noise and its correlation with the proposer, trap attraction, missed
+warning signs, check coverage, the replanner's error scale, rollout optimism, the fault rate
+and outage length, and each search planner's own budget knob. Per pair of planners and env x
+complexity (envs are never pooled) it writes a paired difference of completion with its
+interval in every cell and pooled over cells, a verdict on those intervals (``holds``,
+``depends``, ``flips``, ``unresolved``, ``tie``; :mod:`.sensitivity_stats`), and per factor
+the orderings its low and high levels reverse. ``experiment=budget_curves`` shares
+:func:`group_keys`.
 
-A cell changes only skill fields, fault rates or the budget: the tasks, the planners and every
+A cell changes only skill fields, model, fault, budget or planner settings: the tasks and every
 other setting are the run's own, so a cell differs from another by its parameters alone.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from planarena.envs.faults import FaultConfig
+from planarena.experiments.analysis.stats import derive_seed
 from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sensitivity_stats import (
+    ALPHA,
+    N_BOOT,
+    VERDICTS,
+    Settings,
+    analyse,
+    groups_of,
+)
 
-# A factor is a skill field of the simulated LLM, or one of these world/compute knobs.
+# Short names for keys that are not skill fields (a bare name is a skill field of the
+# simulated LLM: llm.skill_overrides.<name>); any factor may also name its key itself.
 WORLD_FACTORS = {
     "fault_rate_scale": "faults.rate_scale",
+    "fault_duration_scale": "faults.duration_scale",
     "max_tokens_per_episode": "budget.max_tokens_per_episode",
 }
-VERDICT_MOSTLY = 0.2  # "mostly": the minority ordering in at most this share of decided cells
-PAIR_COLUMNS = ("planner_a", "planner_b", "cells", "a_better", "b_better")
-VERDICTS = ("holds", "mostly", "flips", "tie")  # "tie": no cell decides (equal everywhere)
+SPEC_KEYS = ("factors", "runs", "design_seed", "alpha", "n_boot")
+CENTRE = "centre"
+__all__ = ["VERDICTS", "Design", "Factor", "Sensitivity", "design_of", "group_keys"]
 
 
-def design(factors: Mapping[str, Sequence[Any]], corners: Sequence[str]) -> list[dict[str, Any]]:
-    """The grid's cells: the centre (every factor at its middle level), one factor at a time
-    at each other level, and the low/high corners of the ``corners`` factors (the rest at
-    their middle). Duplicates are dropped; the order is fixed."""
-    middle = {k: v[len(v) // 2] for k, v in factors.items()}
-    cells = [dict(middle)]
-    for name, levels in factors.items():
-        for level in levels:
-            cells.append({**middle, name: level})
-    corner_levels = [(factors[n][0], factors[n][-1]) for n in corners]
-    for combo in itertools.product(*corner_levels):
-        cells.append({**middle, **dict(zip(corners, combo, strict=True))})
-    unique: list[dict[str, Any]] = []
-    for cell in cells:
-        if cell not in unique:
-            unique.append(cell)
-    return unique
+@dataclass(frozen=True)
+class Factor:
+    """One assumption: the record column ``name``, the config ``key`` a cell sets, and its
+    ``low``, ``middle`` (the centre cell's) and ``high`` levels."""
+
+    name: str
+    key: str
+    low: Any
+    middle: Any
+    high: Any
 
 
-def cell_label(cell: Mapping[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in cell.items())
+@dataclass
+class Design:
+    """The cells in run order (the centre first: the reference), each cell's factor values,
+    each factor's level per cell (-1 low, +1 high, 0 centre), and the factors left out."""
+
+    factors: list[Factor]
+    runs: int
+    seed: int
+    labels: list[str] = field(default_factory=list)
+    values: list[dict[str, Any]] = field(default_factory=list)
+    signs: dict[str, list[int]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        by_name = {f.name: f for f in self.factors}
+        return [
+            Cell(label, columns=dict(v), overrides={by_name[k].key: x for k, x in v.items()})
+            for label, v in zip(self.labels, self.values, strict=True)
+        ]
 
 
-def factor_override(name: str) -> str:
-    """The config key a factor sets: a world knob's own, else a skill field of the simulated
-    LLM."""
-    return WORLD_FACTORS.get(name, f"llm.skill_overrides.{name}")
+def parse_factors(spec: Mapping[str, Any]) -> list[Factor]:
+    """``sensitivity.factors``: ``name: [low, middle, high]`` (a skill field or a name of
+    :data:`WORLD_FACTORS`) or ``name: {key: a.config.key, levels: [low, middle, high]}``."""
+    if not isinstance(spec, Mapping) or not spec:
+        raise ValueError("sensitivity.factors: give at least one factor, name: [low, middle, high]")
+    out = []
+    for name, entry in spec.items():
+        if isinstance(entry, Mapping):
+            unknown = sorted(set(entry) - {"key", "levels"})
+            if unknown or "key" not in entry:
+                raise ValueError(f"sensitivity.factors.{name}: give key and levels")
+            key, levels = str(entry["key"]), entry.get("levels")
+        else:
+            key = WORLD_FACTORS.get(name, f"llm.skill_overrides.{name}")
+            levels = entry
+        if not isinstance(levels, Sequence) or isinstance(levels, str) or len(levels) != 3:
+            raise ValueError(f"sensitivity.factors.{name}: levels must be [low, middle, high]")
+        if levels[0] == levels[2]:
+            raise ValueError(f"sensitivity.factors.{name}: the low and high levels are equal")
+        out.append(Factor(str(name), key, levels[0], levels[1], levels[2]))
+    return out
 
 
-def grid_cells(factors: Mapping[str, Sequence[Any]], corners: Sequence[str]) -> list[Cell]:
-    """The grid's cells as runnable :class:`Cell` objects (parameters as record columns)."""
-    return [
-        Cell(
-            cell_label(c),
-            columns=dict(c),
-            overrides={factor_override(k): v for k, v in c.items()},
-        )
-        for c in design(factors, corners)
+def left_out_reason(factor: Factor, config: Mapping[str, Any]) -> str | None:
+    """Why a factor cannot be varied in this run (None: it can): a planner knob of a planner
+    the run does not select, a fault knob the fault model does not have (yet), or a key whose
+    parent the config lacks. Skill fields and planner knobs are checked by their own models
+    when the cell is built."""
+    parts = factor.key.split(".")
+    if parts[:2] == ["llm", "skill_overrides"]:
+        return None  # the skill profile names a field it lacks when the cell is built
+    if parts[0] == "planner" and len(parts) > 2:
+        if parts[1] not in (config.get("planner") or {}):
+            return f"planner {parts[1]} is not in this run"
+        return None
+    if parts[0] == "faults" and len(parts) == 2:
+        known = parts[1] in FaultConfig.model_fields or parts[1] in (config.get("faults") or {})
+        return None if known else f"{factor.key} is not a knob of this fault model"
+    node: Any = config
+    for part in parts[:-1]:
+        if not isinstance(node, Mapping) or part not in node:
+            return f"{factor.key}: this run's config has no {part}"
+        node = node[part]
+    return None
+
+
+def two_level(k: int, runs: int, seed: int) -> np.ndarray:
+    """A ``runs`` x ``k`` regular two-level fractional factorial (entries -1/+1): the base
+    columns of ``log2(runs)`` factors, then their interactions from the highest order down
+    (so few factors get the highest resolution), assigned to the factors in a seeded random
+    order with seeded signs. Every column is balanced and any two are orthogonal."""
+    m = runs.bit_length() - 1
+    if runs != 1 << m or runs < k + 1:
+        raise ValueError(f"sensitivity.runs={runs}: must be a power of two above the {k} factors")
+    base = np.array([[1 if (i >> j) & 1 else -1 for j in range(m)] for i in range(runs)])
+    subsets = [(j,) for j in range(m)]
+    for size in range(m, 1, -1):
+        subsets += list(combinations(range(m), size))
+    columns = np.stack([base[:, list(s)].prod(axis=1) for s in subsets[:k]], axis=1)
+    rng = np.random.default_rng(derive_seed(seed, "sensitivity-design"))
+    order = rng.permutation(k)
+    flips = np.where(rng.integers(0, 2, size=k) == 1, -1, 1)
+    return columns[:, order] * flips
+
+
+def design_of(config: Mapping[str, Any]) -> Design:
+    """The study's cells from ``config['sensitivity']``: the centre, then the fractional
+    factorial's runs (the smallest power of two above the factors unless ``runs`` is set)."""
+    spec = config.get("sensitivity") or {}
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise ValueError(f"sensitivity.{unknown[0]}: unknown; known: {', '.join(SPEC_KEYS)}")
+    every = parse_factors(spec.get("factors") or {})
+    left_out = {f.name: r for f in every if (r := left_out_reason(f, config)) is not None}
+    factors = [f for f in every if f.name not in left_out]
+    if not factors:
+        raise ValueError("sensitivity.factors: none of them can be varied in this run")
+    k = len(factors)
+    runs = int(spec.get("runs") or 1 << k.bit_length())
+    seed = int(spec.get("design_seed", 0))
+    table = two_level(k, runs, seed)
+    out = Design(factors, runs, seed, left_out=left_out)
+    out.labels = [CENTRE, *(f"run{i + 1:02d}" for i in range(runs))]
+    out.values = [{f.name: f.middle for f in factors}]
+    out.values += [
+        {f.name: f.high if s > 0 else f.low for f, s in zip(factors, row, strict=True)}
+        for row in table
     ]
+    out.signs = {f.name: [0, *(int(s) for s in table[:, j])] for j, f in enumerate(factors)}
+    return out
 
 
 def check_sim(config: Mapping[str, Any]) -> None:
@@ -79,220 +180,91 @@ def check_sim(config: Mapping[str, Any]) -> None:
         raise ValueError("a sensitivity grid varies the simulated LLM: use llm=sim")
 
 
-def completion_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Completion per cell x env x complexity x planner (cells in grid order). Envs are kept
-    apart, as in every table of a run: a grid over several envs does not pool them."""
-    keys = ["cell", *group_keys(records), "planner"]
-    table = records.groupby(keys, sort=False)["success"].agg(n="size", completion="mean")
-    return table.reset_index()
-
-
 def group_keys(table: pd.DataFrame) -> list[str]:
     """What a verdict is given per: the env (when the table has one) and the complexity."""
     return [k for k in ("env", "complexity") if k in table.columns]
 
 
-def group_title(keys: Sequence[str], key: Any, *, several_envs: bool) -> str:
-    """A group's heading: its complexity, with its env when the grid ran several."""
-    values = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-    if several_envs and "env" in values:
-        return f"{values['env']}: {values.get('complexity', '')}"
-    return str(values.get("complexity", ""))
+def completion_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Completion per cell x env x complexity x planner (cells in design order)."""
+    keys = ["cell", *group_keys(records), "planner"]
+    table = records.groupby(keys, sort=False)["success"].agg(n="size", completion="mean")
+    return table.reset_index()
 
 
-def verdicts(table: pd.DataFrame, planners: Sequence[str]) -> pd.DataFrame:
-    """For each pair of planners and complexity (and env, when the table has one: envs are never
-    pooled): in how many cells each one completes more,
-    and whether the ordering holds (one side better in at least one cell and never worse),
-    mostly holds (the minority ordering in at most 20 % of decided cells), flips, or is a tie
-    (both complete exactly as often in every cell: there is no ordering, so it does not count
-    as one that holds). Cells where both complete exactly as often decide nothing and are
-    counted in neither column."""
-    rows = []
-    keys = group_keys(table)
-    for key, part in table.groupby(keys, sort=False):
-        group = dict(zip(keys, key, strict=True))
-        wide = part.pivot(index="cell", columns="planner", values="completion")
-        for a, b in itertools.combinations([p for p in planners if p in wide.columns], 2):
-            diff = wide[a] - wide[b]
-            a_better, b_better = int((diff > 0).sum()), int((diff < 0).sum())
-            decided = a_better + b_better
-            minority = min(a_better, b_better)
-            if decided == 0:
-                verdict = "tie"
-            elif minority == 0:
-                verdict = "holds"
-            elif minority <= VERDICT_MOSTLY * decided:
-                verdict = "mostly"
-            else:
-                verdict = "flips"
-            leader = a if a_better >= b_better else b
-            against = diff[diff < 0] if leader == a else diff[diff > 0]
-            rows.append(
-                {
-                    "planner_a": a,
-                    "planner_b": b,
-                    **group,
-                    "cells": len(wide),
-                    "a_better": a_better,
-                    "b_better": b_better,
-                    "verdict": verdict,
-                    "leader": leader if decided else "",
-                    "against_leader": "; ".join(map(str, against.index)),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def by_factor(
-    table: pd.DataFrame,
-    factors: Mapping[str, Sequence[Any]],
-    cells: Sequence[Mapping[str, Any]],
-    planners: Sequence[str],
-) -> pd.DataFrame:
-    """For each factor alone (the others at their middle level): the pairs of planners whose
-    ordering by completion differs between the factor's low and high level, per complexity
-    (and env).
-    This is the verdict on each assumption: an empty list means no ranking hinges on it."""
-    middle = {k: v[len(v) // 2] for k, v in factors.items()}
-    rows = []
-    for name, levels in factors.items():
-        low, high = ({**middle, name: levels[0]}, {**middle, name: levels[-1]})
-        if low not in cells or high not in cells:
-            continue
-        keys = group_keys(table)
-        for key, part in table.groupby(keys, sort=False):
-            wide = part.pivot(index="cell", columns="planner", values="completion")
-            lo, hi = wide.loc[cell_label(low)], wide.loc[cell_label(high)]
-            flipped = []
-            for a, b in itertools.combinations([p for p in planners if p in wide.columns], 2):
-                before, after = lo[a] - lo[b], hi[a] - hi[b]
-                if before * after < 0:  # strictly reversed (a tie decides nothing)
-                    flipped.append(f"{a}/{b}")
-            rows.append(
-                {
-                    "factor": name,
-                    "low": levels[0],
-                    "high": levels[-1],
-                    **dict(zip(keys, key, strict=True)),
-                    "pairs_reversed": len(flipped),
-                    "which": " ".join(flipped),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _markdown(
-    table: pd.DataFrame,
-    verdict: pd.DataFrame,
-    cells: Sequence[Mapping[str, Any]],
-    n: int,
-    factors: pd.DataFrame,
-) -> str:
-    several_envs = "env" in table.columns and table["env"].nunique() > 1
-    per = "env x planner x complexity" if several_envs else "planner x complexity"
-    lines = [
-        "# Sensitivity of the rankings",
-        "",
-        f"{len(cells)} grid cells, {n} tasks per {per} in each; every planner "
-        "runs the same tasks in every cell. A pair's ordering **holds** if one planner "
-        "completes at least as often in every cell and more often in at least one, **mostly** "
-        f"if the other ordering appears in at most {VERDICT_MOSTLY:.0%} of the cells that "
-        "decide (ties decide nothing), else it **flips**; a **tie** is a pair that completes "
-        "equally often in every cell (no cell decides, so no ordering). With few tasks per "
-        "cell a flip between close planners can be noise: read the cells listed against the "
-        "leader.",
-        "",
-        "## Cells",
-        "",
-    ]
-    lines += [f"- `{cell_label(c)}`" for c in cells]
-    if not factors.empty:
-        env_head, env_rule = ("env | ", "---|") if several_envs else ("", "")
-        lines += [
-            "",
-            "## By assumption",
-            "",
-            "Each factor alone from its low to its high level (the others at their middle): the "
-            "pairs whose ordering is strictly reversed.",
-            "",
-            f"| factor | low → high | {env_head}complexity | pairs reversed | which |",
-            f"|---|---|{env_rule}---|---|---|",
-        ]
-        for r in factors.itertuples():
-            env = f"{r.env} | " if several_envs else ""
-            lines.append(
-                f"| {r.factor} | {r.low} → {r.high} | {env}{r.complexity} | "
-                f"{r.pairs_reversed} | {r.which or '—'} |"
-            )
-    keys = group_keys(verdict)
-    for key, part in verdict.groupby(keys, sort=False):
-        lines += ["", f"## {group_title(keys, key, several_envs=several_envs)}", ""]
-        counts = part.verdict.value_counts()
-        lines.append(", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS) + " (pairs)")
-        lines += ["", "| a | b | a better | b better | verdict | cells against the leader |"]
-        lines.append("|---|---|---|---|---|---|")
-        for r in part.itertuples():
-            against = r.against_leader or "—"
-            lines.append(
-                f"| {r.planner_a} | {r.planner_b} | {r.a_better} | {r.b_better} | "
-                f"**{r.verdict}** | {against} |"
-            )
-        mask = pd.Series(True, index=table.index)
-        for k, v in zip(keys, key, strict=True):
-            mask &= table[k] == v
-        comp = table[mask].pivot(index="cell", columns="planner", values="completion")
-        lines += ["", "Completion per cell:", "", comp.round(2).to_markdown()]
-    return "\n".join(lines) + "\n"
-
-
-@study("sensitivity")
-class Sensitivity(Study):
-    """Every planner on the same tasks in every cell of a grid over the simulator's
-    assumptions; per pair of planners: holds, mostly, flips or tie."""
-
-    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
-        check_sim(config)
-        spec = config.get("sensitivity") or {}
-        return grid_cells(spec.get("factors") or {}, spec.get("corners") or [])
-
-    def render(
-        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
-    ) -> str:
-        """Write sensitivity.md / .csv, sensitivity_cells.csv (completion per cell) and
-        sensitivity_factors.csv from the run's records."""
-        del seed
-        spec = config.get("sensitivity") or {}
-        factors = spec.get("factors") or {}
-        cells = design(factors, spec.get("corners") or [])
-        planners = list(config["planner"])
-        table = completion_table(in_grid_order(records, cells))
-        verdict = verdicts(table, planners)
-        if verdict.empty:  # one planner: no pair to order (the file keeps its columns)
-            verdict = pd.DataFrame(columns=[*PAIR_COLUMNS, *group_keys(table), "verdict"])
-        out_dir.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
-        columns = ["planner_a", "planner_b", *group_keys(verdict), "cells", "a_better", "b_better"]
-        verdict[[*columns, "verdict"]].to_csv(out_dir / "sensitivity.csv", index=False)
-        per_factor = by_factor(table, factors, cells, planners)
-        per_factor.to_csv(out_dir / "sensitivity_factors.csv", index=False)
-        text = _markdown(table, verdict, cells, int(config["n_tasks"]), per_factor)
-        (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
-        counts = verdict.verdict.value_counts()
-        groups = "envs x complexities" if table["env"].nunique() > 1 else "complexities"
-        return (
-            f"Sensitivity: {len(cells)} cells; pairs x {groups}: "
-            + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-            + f" — {out_dir / 'sensitivity.md'}"
-        )
-
-
-def in_grid_order(records: pd.DataFrame, cells: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """The records of the grid's cells, in grid order (the records' file order is job order,
-    but a resumed run may have appended cells in another order)."""
-    order = {cell_label(c): i for i, c in enumerate(cells)}
+def in_grid_order(records: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    """The records of the design's cells, in design order (the records' file order is job
+    order, but a resumed run may have appended cells in another order)."""
+    order = {label: i for i, label in enumerate(labels)}
     if "cell" not in records.columns:
         raise ValueError("these records have no cell column: not a study grid's run")
     kept = records[records["cell"].isin(order)]
     rank = kept["cell"].map(order)
     return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+
+
+def _group_order(config: Mapping[str, Any]) -> Any:
+    envs = list(config.get("env") or {})
+    complexities = list(config.get("complexity") or [])
+    if isinstance(config.get("complexity"), str):
+        complexities = [config["complexity"]]
+
+    def rank(key: Mapping[str, Any]) -> tuple[int, int]:
+        env, cx = key.get("env"), key.get("complexity")
+        return (
+            envs.index(env) if env in envs else len(envs),
+            complexities.index(cx) if cx in complexities else len(complexities),
+        )
+
+    return rank
+
+
+@study("sensitivity")
+class Sensitivity(Study):
+    """Every planner on the same tasks in every cell of a fractional factorial over the
+    simulator's assumptions; per pair of planners a verdict on paired intervals."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        check_sim(config)
+        return design_of(config).cells()
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        """Write sensitivity.md / .csv (a verdict per pair), sensitivity_pairs.csv (the
+        paired interval per cell), sensitivity_factors.csv (per factor) and
+        sensitivity_cells.csv (completion per cell) from the run's records."""
+        from planarena.experiments.studies.sensitivity_report import markdown
+
+        spec = config.get("sensitivity") or {}
+        design = design_of(config)
+        settings = Settings(
+            alpha=float(spec.get("alpha", ALPHA)),
+            n_boot=int(spec.get("n_boot", N_BOOT)),
+            seed=seed,
+        )
+        planners = list(config["planner"])
+        records = in_grid_order(records, design.labels)
+        table = completion_table(records)
+        groups = groups_of(records, design.labels, planners, group_keys(records))
+        groups.sort(key=lambda g: _group_order(config)(g.key))
+        verdicts, pairs, factors = analyse(groups, planners, design.signs, settings)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out_dir / "sensitivity_cells.csv", index=False)
+        verdicts.to_csv(out_dir / "sensitivity.csv", index=False)
+        pairs.to_csv(out_dir / "sensitivity_pairs.csv", index=False)
+        factors.to_csv(out_dir / "sensitivity_factors.csv", index=False)
+        n_tasks = int(config["n_tasks"])
+        text = markdown(verdicts, factors, design, n_tasks, settings, several_envs(table))
+        (out_dir / "sensitivity.md").write_text(text, encoding="utf-8")
+        counts = verdicts["verdict"].value_counts() if len(verdicts) else pd.Series(dtype=int)
+        groups_name = "envs x complexities" if several_envs(table) else "complexities"
+        return (
+            f"Sensitivity: {len(design.labels)} cells; pairs x {groups_name}: "
+            + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+            + f" — {out_dir / 'sensitivity.md'}"
+        )
+
+
+def several_envs(table: pd.DataFrame) -> bool:
+    return "env" in table.columns and table["env"].nunique() > 1
