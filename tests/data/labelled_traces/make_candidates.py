@@ -89,7 +89,10 @@ def main() -> None:
     out = out_path.open("w", encoding="utf-8")
     original = episode._play
 
-    async def play(ctx, job, task, episode_tools, llm, sim_clock, trace):  # type: ignore[no-untyped-def]
+    async def play(
+        ctx: Any, job: Any, task: Any, episode_tools: Any, llm: Any, sim_clock: Any,
+        trace: list[dict[str, Any]],
+    ) -> Any:  # fmt: skip
         end = await original(ctx, job, task, episode_tools, llm, sim_clock, trace)
         env = ctx.envs[job.env_name]
         g, r = end.grade, end.result
