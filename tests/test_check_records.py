@@ -34,9 +34,11 @@ WRONG_REVENUE = FaultRule(
 )
 
 
-def call(tool: str, t0: float, t1: float, *, ok: bool = True, injected: bool = False) -> Any:
+def call(
+    tool: str, t0: float, t1: float, *, ok: bool = True, injected: bool = False, result: Any = None
+) -> Any:
     return ToolCallRecord(
-        tool=tool, args={}, t_start=t0, t_end=t1, ok=ok, injected=injected, result={}
+        tool=tool, args={}, t_start=t0, t_end=t1, ok=ok, injected=injected, result=result or {}
     )
 
 
@@ -54,13 +56,15 @@ def step(tool: str, t0: float, t1: float, failure: str | None = None) -> dict[st
 
 
 class CountingOracle:
-    """An oracle whose remaining steps shrink by one per observation of a ``good`` tool."""
+    """An oracle with three ``good`` steps left, less one per ``good`` result seen; a good
+    result is one whose ``fine`` field is true (its pool)."""
 
     def remaining(
         self, observations: Sequence[Obs], overlooked: frozenset[str] = frozenset()
     ) -> list[GoldStep]:
         done = sum(o.tool == "good" and o.error is None for o in observations)
-        return [GoldStep(f"s{i}", "good", {}) for i in range(max(0, 3 - done))]
+        pool = ["result.fine == true"]
+        return [GoldStep(f"s{i}", "good", {}, checks=pool) for i in range(max(0, 3 - done))]
 
 
 def test_a_rejection_is_matched_to_the_call_that_ended_its_step() -> None:
@@ -86,9 +90,15 @@ def test_a_rejection_is_matched_to_the_call_that_ended_its_step() -> None:
     assert counts == {"wrong_returned": 2, "wrong_caught": 2, "check_false_alarms": 0}
 
 
-def test_a_false_alarm_is_a_refused_result_that_moved_the_task_forward() -> None:
-    calls = [call("good", 0.0, 1.0), call("bad", 1.0, 2.0), call("good", 2.0, 3.0)]
-    events = [step("good", 0.0, 1.0, "postcondition"), step("bad", 1.0, 2.0, "postcondition")]
+def test_a_false_alarm_is_a_refused_result_that_passes_its_step_pool() -> None:
+    """Refused: a result that passes the pool of a remaining step with its tool (a false
+    alarm), one that fails it, and one of a tool no remaining step uses (neither is)."""
+    calls = [
+        call("good", 0.0, 1.0, result={"fine": True}),
+        call("good", 1.0, 2.0, result={"fine": False}),
+        call("bad", 2.0, 3.0, result={"fine": True}),
+    ]
+    events = [step(c.tool, c.t_start, c.t_end, "postcondition") for c in calls]
     assert check_counts(events, calls, CountingOracle) == {
         "wrong_returned": 0,
         "wrong_caught": 0,
@@ -98,9 +108,9 @@ def test_a_false_alarm_is_a_refused_result_that_moved_the_task_forward() -> None
 
 
 def test_the_report_oracle_tells_a_stale_page_a_right_one_and_a_wrong_result_apart() -> None:
-    """Real calls on a report task: a rejected stale press release is no false alarm (the
-    task cannot use it), a rejected right report is one, and a rejected "200 but wrong"
-    extract is a caught wrong result."""
+    """Real calls on a report task: a rejected stale press release is no false alarm (it
+    fails the parse step's year check), a rejected right report is one, and a rejected "200
+    but wrong" extract is a caught wrong result."""
     env = ReportEnv(p_stale_trap=1.0)
     task = env.generate(1, seed=0, complexity="simple")[0]
     b = ReportWorld.of(task).branches[0]
@@ -121,6 +131,27 @@ def test_the_report_oracle_tells_a_stale_page_a_right_one_and_a_wrong_result_apa
     assert counts == {"wrong_returned": 1, "wrong_caught": 1, "check_false_alarms": 1}
     counts = check_counts(events[:1] + events[2:], calls, lambda: env.oracle(task))
     assert counts["check_false_alarms"] == 0  # only the stale page and the wrong extract
+
+
+def test_an_empty_search_for_a_report_that_does_not_exist_is_no_false_alarm() -> None:
+    """The search returned, truthfully, nothing: informative, yet not what the step needs
+    (its pool asks for a result), so refusing it is no false alarm."""
+    env = ReportEnv(p_stale_trap=0.0)
+    tasks_ = env.generate(10, seed=0, complexity="simple", unreachable_rate=1.0)
+    task = next(t for t in tasks_ if t.unreachable)
+    b = ReportWorld.of(task).branches[0]
+    tools = env.make_tools(task, rules=[], seed_keys=(0, task.env, task.task_id))
+    query = env.oracle(task).remaining([])[0].args["query"]
+
+    async def run() -> None:
+        with clock.use_clock(clock.SimClock()):
+            await tools.toolbox.call("search_web", {"query": query})
+
+    asyncio.run(run())
+    (searched,) = tools.calls
+    assert searched.ok and searched.result["count"] == 0, (b.company, searched.result)
+    events = [step("search_web", searched.t_start, searched.t_end, "postcondition")]
+    assert check_counts(events, tools.calls, lambda: env.oracle(task))["check_false_alarms"] == 0
 
 
 def _run(planner: str, n: int = 4) -> list[tuple[EpisodeRecord, dict[str, Any]]]:

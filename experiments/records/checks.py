@@ -8,11 +8,12 @@ that only the harness holds. Per episode, three counts go into the record:
   ``injected``);
 - ``wrong_caught``: those of them a plan step's post-condition rejected;
 - ``check_false_alarms``: post-condition rejections of a result the task could have used: not
-  altered by a fault, and taking it moves the task forward (the oracle's remaining steps are
-  fewer with it than without it).
+  altered by a fault, and passing every check of the pool (``GoldStep.checks``) of a step the
+  oracle says remains to be done with that tool (the one with the same arguments, if any).
 
 The other rejections (``postcondition_catches`` less these two) refused a result that was
-wrong for the task without any fault: a stale page, a decoy, a page about something else.
+wrong for the task without any fault: a stale page, a decoy, an empty search for a report
+that does not exist, a call no remaining step needs.
 
 A rejection is read from the trace: the executor's ``step`` event with failure
 ``postcondition``, matched to the call that ended the step (a returned call with the same
@@ -24,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from planarena.envs.oracle import Obs, Oracle
+from planarena.envs.oracle import Obs, Oracle, literal_args
 from planarena.envs.tools import ToolCallRecord
+from planarena.planners.conditions import ConditionError, evaluate_condition
 from pydantic import BaseModel
 
 CHECK_KEYS = ("wrong_returned", "wrong_caught", "check_false_alarms")
@@ -74,15 +76,24 @@ def _observation(i: int, call: ToolCallRecord) -> Obs:
     )
 
 
+def _passes(checks: Sequence[str], result: Any) -> bool:
+    try:
+        return all(evaluate_condition(c, {"result": result}) for c in checks)
+    except ConditionError:
+        return False
+
+
 def usable(oracle: Oracle, calls: Sequence[ToolCallRecord], i: int) -> bool:
-    """Whether call ``i``'s result was one the task could use: no fault altered it, and the
-    oracle, given every call before it, has fewer steps left with it than without it."""
+    """Whether call ``i``'s result was one the task could use: no fault altered it, and it
+    passes the whole check pool of a step that remains (given every call before it) with the
+    call's tool (or as its fallback), the step with the same arguments when there is one."""
     call = calls[i]
     if not call.ok or call.injected:
         return False
     before = [_observation(k, c) for k, c in enumerate(calls[:i])]
-    with_it = oracle.remaining([*before, _observation(i, call)])
-    return len(with_it) < len(oracle.remaining(before))
+    mine = [g for g in oracle.remaining(before) if call.tool in (g.tool, g.fallback)]
+    same = [g for g in mine if literal_args(g.args, before) == call.args]
+    return any(g.checks and _passes(g.checks, call.result) for g in same or mine)
 
 
 def check_counts(

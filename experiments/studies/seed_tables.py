@@ -196,12 +196,13 @@ def table_checks(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame | None:
                 "planner": planner,
                 "wrong returned": int(returned.sum()),
                 "caught": int(caught.sum()),
-                "recall": _ci(*recall) + f" (article {ARTICLE_CHECKS})",
+                "recall": (_ci(*recall) if returned.sum() else "— (none returned)")
+                + f" (article {ARTICLE_CHECKS})",
                 "rejections": int(rejections.sum()),
                 "of a wrong result": int(caught.sum()),
                 "of an unusable result": int(right.sum() - caught.sum()),
                 "false alarms": int(alarms.sum()),
-                "precision": _ci(*precision),
+                "precision": _ci(*precision) if rejections.sum() else "— (no rejection)",
                 "episodes": int(len(d)),
             }
         )
@@ -211,14 +212,14 @@ def table_checks(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame | None:
 CHECKS_NOTE = (
     "`wrong returned`: tool calls that returned normally with a result an injected fault"
     ' altered ("200 but wrong"); `caught`: those a plan step\'s post-condition rejected;'
-    " `recall` = caught / wrong returned. `rejections`: all post-condition rejections, of a"
-    " wrong result (caught), of a result the task could not use though no fault touched it (a"
-    " stale page, a decoy: the oracle's remaining steps are no fewer with it), and false"
-    " alarms (a result that moved the task forward, refused); `precision` = (rejections -"
-    " false alarms) / rejections. Intervals: the hull of the Wilson interval of the counts"
-    " and a task bootstrap. The article's 15-20 % is an estimate of the share of"
-    " wrong-but-successful calls that checks intercept, a recall. A planner that writes no"
-    " post-conditions (ReAct) catches nothing here."
+    " `recall` = caught / wrong returned. `rejections`: every post-condition rejection:"
+    " of a wrong result (caught), of a result the task could not use though no fault touched"
+    " it (a stale page, a decoy, an empty search for a report that does not exist: it fails"
+    " a check a careful model could write for that step), or a false alarm (a result that"
+    " passes all of them, refused); `precision` = (rejections - false alarms) / rejections."
+    " Intervals: the hull of the Wilson interval of the counts and a task bootstrap. The"
+    " article's 15-20 % is an estimate of the share of wrong-but-successful calls that checks"
+    " intercept, a recall. A planner that writes no post-conditions (ReAct) catches nothing."
 )
 
 
