@@ -9,6 +9,7 @@ from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.params import Count, Ratio, Times, checked
 from planarena.planners.search_support import (
     PartialPlanProblem,
+    TokenLedger,
     make_executor,
     never_parsed,
     plan_text,
@@ -20,7 +21,15 @@ from planarena.search import bfs_async
 class BFSPlanner(Planner):
     """Level by level: every kept partial plan proposes ``branching`` next steps, the judge
     scores them, the best ``beam_width`` survive; the shallowest complete plan is executed
-    (with the recovery ladder)."""
+    (with the recovery ladder).
+
+    Under a token budget the width of each expansion is sized from this episode's measured
+    costs (:class:`~planarena.planners.search_support.TokenLedger`): an expansion asks for
+    ``branching`` candidates and a judgement only while that leaves enough for a greedy finish
+    to ``max_steps`` (one proposal a step, at the measured cost and growth) plus one replan
+    (the largest call seen). Otherwise the best kept plan of the level is extended by the
+    model's single proposal, unjudged, and the rest of the level is not expanded. Without a
+    budget nothing is measured and the search is the configured one."""
 
     name = "bfs"
 
@@ -44,6 +53,7 @@ class BFSPlanner(Planner):
         self.policy = LadderPolicy(parallel=parallel, replan=replan, max_replans=max_replans)
 
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
+        reserve = int(self.policy.replan and self.policy.max_replans > 0)
         problem = PartialPlanProblem(
             task,
             tools,
@@ -52,6 +62,7 @@ class BFSPlanner(Planner):
             max_steps=self.max_steps,
             judge=True,
             accept=self.accept,
+            ledger=TokenLedger.of(llm, horizon=self.max_steps, reserve_calls=reserve),
         )
         result = await bfs_async(
             problem,

@@ -6,12 +6,22 @@ branch whose action fails (a tool error) or that runs out of good candidates is 
 the search goes back to the last open alternative. Failed attempts stay in the model's
 context ("do not repeat"), so alternatives can route around a broken source. The search is
 ``search.dfs_async``; a node's action is executed when the node is expanded.
+
+Under a token budget each point's width is sized from this episode's measured costs
+(:class:`~planarena.planners.search_support.TokenLedger`): a point asks for ``branching``
+candidates and a judgement only while that leaves enough for a greedy finish (one proposal a
+step, at the measured cost and growth, to ``max_depth`` or the expansions ``max_nodes`` has
+left); otherwise it asks for the model's single next action and runs it unjudged (ReAct-like;
+a failed one is still re-proposed with the failure in view, up to ``max_rethinks``). The first
+point is always asked at full width: it measures what a point costs. The tools run during the
+search, so no reserve is kept for execution. Without a budget nothing changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from planarena.envs.tools import Toolbox, ToolError
 from planarena.planners.base import Planner, PlannerResult, PlannerStats, TaskView
@@ -30,8 +40,10 @@ from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import Observed, RequestContext, RequestKind
 from planarena.planners.params import Count, Ratio, Times, ToolCalling, checked
 from planarena.planners.prompts import react_system
-from planarena.planners.search_support import record_tree
+from planarena.planners.search_support import TokenLedger, record_tree
 from planarena.search import dfs_async
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -76,6 +88,22 @@ class _ExecutionTree:
         self.parsed = self.unparseable = 0  # proposals that followed the format, or not
         self.native = False  # offer the tools through the API when proposing
         self.scores: dict[int, float] = {}
+        self.ledger: TokenLedger | None = None  # under a token budget: sizes each point's width
+        self.max_nodes = 0  # the search's cap on expansions (for the greedy finish's length)
+        self.expanded = 0
+
+    def _width(self, depth: int) -> int:
+        """``branching`` while the ledger affords a judged point and a greedy finish after it,
+        else 1 (always ``branching`` without a budget, or before anything is measured)."""
+        ledger = self.ledger
+        if ledger is None or not ledger.measured("propose"):
+            return self.branching
+        wide = ledger.unit("propose", depth) + ledger.unit("judge", depth)
+        steps = self.max_nodes - self.expanded
+        if ledger.affords(wide, depth + 1, steps):
+            return self.branching
+        ledger.narrowed += 1
+        return 1
 
     def _messages(self, path: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
         msgs = [
@@ -98,6 +126,11 @@ class _ExecutionTree:
                 {"role": "user", "content": f"Observation: {obs}"},
             ]
         return msgs
+
+    async def _measured(self, kind: str, depth: int, call: Awaitable[T]) -> T:
+        if self.ledger is None:
+            return await call
+        return await self.ledger.measure(kind, depth, call)
 
     async def initial_state(self) -> _Node:
         return _Node((), None)
@@ -144,28 +177,42 @@ class _ExecutionTree:
             return []  # an answer the judge found wanting: a dead leaf, go back
         if not await self._execute(node):
             return []
+        self.expanded += 1
+        depth = len(node.seen)
+        k = self._width(depth)
         messages = self._messages(node.path)  # failed attempts so far are in the context
-        text = await self.llm.complete(
-            [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=self.branching)}],
-            role="planner",
-            kind=RequestKind.PROPOSE_ACTIONS,
-            context=self._context(node, k=self.branching),
-            tools=self.tools.catalogue() if self.native else None,
+        text = await self._measured(
+            "propose",
+            depth,
+            self.llm.complete(
+                [*messages, {"role": "user", "content": PROPOSE_ACTIONS.format(k=k)}],
+                role="planner",
+                kind=RequestKind.PROPOSE_ACTIONS,
+                context=self._context(node, k=k),
+                tools=self.tools.catalogue() if self.native else None,
+            ),
         )
         notes: list[str] = []
-        candidates = parse_candidates(text, notes)[: self.branching]
+        candidates = parse_candidates(text, notes)[:k]
         self.stats.plan_repairs += bool(notes)
         if not candidates:
             self.unparseable += 1
             return []
         self.parsed += 1
+        if k < self.branching:  # a lone greedy action (under a budget): nothing to judge
+            self.scores[id(candidates[0])] = 1.0
+            return [*candidates, RETHINK] if node.rethinks < self.max_rethinks else candidates
         listing = render_candidates([(c.thought, c.action, c.action_input) for c in candidates])
-        verdict = await self.llm.complete(
-            [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
-            role="evaluator",
-            kind=RequestKind.RATE_CANDIDATES,
-            context=self._context(
-                node, candidates=tuple((c.action, c.action_input) for c in candidates)
+        verdict = await self._measured(
+            "judge",
+            depth,
+            self.llm.complete(
+                [*messages, {"role": "user", "content": f"{listing}\n{RATE_CANDIDATES}"}],
+                role="evaluator",
+                kind=RequestKind.RATE_CANDIDATES,
+                context=self._context(
+                    node, candidates=tuple((c.action, c.action_input) for c in candidates)
+                ),
             ),
         )
         scores = parse_scores(verdict, len(candidates))
@@ -241,6 +288,8 @@ class DFSPlanner(Planner):
             self.max_rethinks,
         )
         tree.native = self.tool_calling == "native"
+        tree.ledger = TokenLedger.of(llm, horizon=self.max_depth, reserve_calls=0)
+        tree.max_nodes = self.max_nodes
         result = await dfs_async(
             tree,
             rng=task.rng("dfs"),

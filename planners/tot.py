@@ -5,12 +5,21 @@ Level 1 asks for ``beam_width`` candidate plans (concurrently); each deeper leve
 not even parse scores 0 without costing a call); the best ``beam_width`` survive each level.
 The best plan is executed with parallel layers and the replanning ladder: the seed's
 "ToT + Replan + parallel" row.
+
+Under a token budget the tree is sized from this episode's measured costs: the first
+candidate plan is asked alone and measured (the search keeps it as its first candidate), then
+the beam is the widest (at most ``beam_width``) whose other proposals and the judgements of
+all its candidates fit what is left after one replan (the largest call seen); deeper levels
+are kept only while a whole level of revisions (the measured proposal plus the plan it
+revises, and a judgement each) still fits. A beam of one with no deeper level is the first
+plan, executed without a judgement (there is nothing to choose between). Without a budget
+nothing changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Awaitable, Sequence
+from typing import Annotated, Any, TypeVar
 
 from planarena.envs import clock
 from planarena.envs.tools import Toolbox
@@ -19,14 +28,16 @@ from planarena.planners.executor import LadderPolicy
 from planarena.planners.formats import RATE_PLAN, OutputParseError, lenient_json, parse_score
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import RequestContext, RequestKind
+from planarena.planners.llm.tokens import count_text
 from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.prompts import plan_system
-from planarena.planners.search_support import make_executor, record_tree
+from planarena.planners.search_support import TokenLedger, make_executor, record_tree
 from planarena.search import beam_search_async
 from pydantic import Field
 
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
+T = TypeVar("T")
 
 
 def _written_steps(text: str) -> list[Any] | None:
@@ -61,6 +72,13 @@ class _PlanTree:
         self.branching = branching
         self.depth = depth
         self.scores: dict[State, float] = {}
+        self.ledger: TokenLedger | None = None  # under a token budget: measures every call
+        self.first: str | None = None  # under a budget: the first candidate, asked alone
+
+    async def _measured(self, kind: str, depth: int, call: Awaitable[T]) -> T:
+        if self.ledger is None:
+            return await call
+        return await self.ledger.measure(kind, depth, call)
 
     async def _propose(self, parent: State) -> str:
         improve = None
@@ -72,11 +90,15 @@ class _PlanTree:
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
             )
-        return await self.llm.complete(
-            [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
-            role="planner",
-            kind=RequestKind.PLAN,  # a whole plan, a first one or an improved candidate
-            context=RequestContext(plan=improve),
+        return await self._measured(
+            "propose",
+            parent[0],
+            self.llm.complete(
+                [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
+                role="planner",
+                kind=RequestKind.PLAN,  # a whole plan, a first one or an improved candidate
+                context=RequestContext(plan=improve),
+            ),
         )
 
     async def _judge(self, text: str) -> float:
@@ -84,14 +106,21 @@ class _PlanTree:
             parse_plan(text, self.names)
         except PlanError:
             return 0.0  # an invalid plan is rejected by the validator, not by the judge
-        verdict = await self.llm.complete(
-            [
-                {"role": "system", "content": "You are a strict reviewer of agent plans."},
-                {"role": "user", "content": f"Task: {self.task.goal}\nPlan:\n{text}\n{RATE_PLAN}"},
-            ],
-            role="evaluator",
-            kind=RequestKind.RATE_PLAN,
-            context=RequestContext(plan=_written_steps(text) or []),
+        verdict = await self._measured(
+            "judge",
+            0,
+            self.llm.complete(
+                [
+                    {"role": "system", "content": "You are a strict reviewer of agent plans."},
+                    {
+                        "role": "user",
+                        "content": f"Task: {self.task.goal}\nPlan:\n{text}\n{RATE_PLAN}",
+                    },
+                ],
+                role="evaluator",
+                kind=RequestKind.RATE_PLAN,
+                context=RequestContext(plan=_written_steps(text) or []),
+            ),
         )
         try:
             return parse_score(verdict)
@@ -103,7 +132,9 @@ class _PlanTree:
 
     async def actions(self, state: State) -> Sequence[str]:
         width = self.beam_width if state[0] == 0 else self.branching
-        texts = await clock.gather(*(self._propose(state) for _ in range(width)))
+        kept = [self.first] if state[0] == 0 and self.first is not None else []
+        asked = await clock.gather(*(self._propose(state) for _ in range(width - len(kept))))
+        texts = [*kept, *asked]
         scores = await clock.gather(*(self._judge(t) for t in texts))
         for text, score in zip(texts, scores, strict=True):
             self.scores[(state[0] + 1, text)] = max(
@@ -144,13 +175,40 @@ class ToTPlanner(Planner):
             parallel=parallel, max_replans=max_replans, backoff_s=tuple(backoff_s)
         )
 
+    async def sized(self, tree: _PlanTree, ledger: TokenLedger) -> tuple[int, int]:
+        """(beam, depth) the budget holds: the first candidate is asked alone and measured;
+        then the widest beam whose other proposals and every candidate's judgement (a judge
+        not yet measured is predicted at a proposal's cost) fit what is left less the reserve,
+        and the deeper levels of revisions that still fit after it."""
+        tree.ledger = ledger
+        tree.first = await tree._propose((0, ""))
+        propose, judge = ledger.unit("propose", 0), ledger.unit("judge", 0)
+        slack = ledger.remaining() - ledger.reserve()
+        beam = 1
+        for w in range(2, self.beam_width + 1):
+            if (w - 1) * propose + w * judge <= slack:
+                beam = w
+        slack -= (beam - 1) * propose + (judge * beam if beam > 1 else 0)
+        revise = propose + count_text(tree.first) + judge  # a revision reads the plan it revises
+        depth = 1
+        while depth < self.depth and beam * self.branching * revise <= slack:
+            slack -= beam * self.branching * revise
+            depth += 1
+        return beam, depth
+
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         tree = _PlanTree(
             task, tools, llm, beam_width=self.beam_width, branching=self.branching, depth=self.depth
         )
-        result = await beam_search_async(
-            tree, rng=task.rng("tot"), width=self.beam_width, max_depth=self.depth
-        )
+        beam, depth = self.beam_width, self.depth
+        ledger = TokenLedger.of(llm, horizon=1, reserve_calls=int(self.policy.max_replans > 0))
+        if ledger is not None:
+            beam, depth = await self.sized(tree, ledger)
+            tree.beam_width = beam
+            if beam == 1 and depth == 1:  # one candidate: nothing for a judge to choose
+                executor = make_executor(self.policy, tools, llm, task)
+                return await executor.execute_text(tree.first or "")
+        result = await beam_search_async(tree, rng=task.rng("tot"), width=beam, max_depth=depth)
         record_tree(llm, result)
         executor = make_executor(self.policy, tools, llm, task)
         if result.best_state is None or not result.best_state[1]:
