@@ -39,11 +39,11 @@ import numpy as np
 import pandas as pd
 from planarena.experiments.analysis.cells import success_bool
 from planarena.experiments.analysis.stats import (
+    PERCENTILE_METHOD,
     FloatArray,
     derive_seed,
-    percentile_interval,
+    resampled_sums,
     sign_test_p,
-    task_weights,
 )
 
 ALPHA = 0.05
@@ -202,27 +202,37 @@ def cell_rows(group: Group, a: str, b: str, settings: Settings) -> list[dict[str
     return rows
 
 
-def bootstrap_cell_means(d: FloatArray, seed: int, n_boot: int) -> FloatArray:
-    """Resampled per-cell mean differences (n_boot x cells): tasks drawn with replacement,
-    each with all its cells (the same tasks recur in every cell)."""
+def bootstrap_cell_sums(d: FloatArray, seed: int, n_boot: int) -> FloatArray:
+    """Resampled per-cell sums of the differences (n_boot x cells): tasks drawn with
+    replacement, each with all its cells (the same tasks recur in every cell). Summed in
+    integers when the differences are whole (one trial), so every later sum is exact and the
+    numbers do not depend on the order of adding."""
     rng = np.random.default_rng(seed)
-    n = d.shape[0]
-    return np.concatenate([(w @ d) / n for w in task_weights(rng, n, n_boot)])
+    columns = [d[:, c] for c in range(d.shape[1])]
+    return np.concatenate([np.stack(part, axis=1) for part in resampled_sums(rng, columns, n_boot)])
 
 
-def guarded_sign(
+def guarded_signs(
     per_task: FloatArray, boot: FloatArray, confidence: float
-) -> tuple[float, float, int]:
-    """The percentile interval of ``boot`` (resampled means of ``per_task``) and its sign,
-    which counts only when the exact sign test over the tasks' own values agrees at the same
-    level: a percentile bootstrap is too narrow when few tasks differ (4 tasks of 50 that
-    differ one way are all missed by a resample with chance 0.016, so its 95 % interval
-    excludes 0 at 4 to 0; the sign test needs 6 to 0)."""
-    low, high = percentile_interval(boot, confidence)
-    wins_a, wins_b = int((per_task > 0).sum()), int((per_task < 0).sum())
-    sign = sign_of(low, high)
-    agree = _sign_p(wins_a, wins_b) < 1.0 - confidence and sign == (1 if wins_a > wins_b else -1)
-    return low, high, sign if agree else 0
+) -> tuple[FloatArray, FloatArray, list[int]]:
+    """Per column of ``boot`` (resampled means of the same column of ``per_task``, tasks x
+    statistics): the percentile interval and its sign, which counts only when the exact sign
+    test over the tasks' own values agrees at the same level. A percentile bootstrap is too
+    narrow when few tasks differ (4 tasks of 50 that differ one way are all missed by a
+    resample with chance 0.016, so its 95 % interval excludes 0 at 4 to 0; the sign test
+    needs 6 to 0)."""
+    half = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(boot, [half, 100.0 - half], axis=0, method=PERCENTILE_METHOD)
+    signs = []
+    values = np.round(per_task, 12)  # a task whose weighted cells cancel is a tie, not fuzz
+    for j in range(values.shape[1]):
+        wins_a, wins_b = int((values[:, j] > 0).sum()), int((values[:, j] < 0).sum())
+        sign = sign_of(float(low[j]), float(high[j]))
+        agree = _sign_p(wins_a, wins_b) < 1.0 - confidence and sign == (
+            1 if wins_a > wins_b else -1
+        )
+        signs.append(sign if agree else 0)
+    return low, high, signs
 
 
 def pooled_row(d: FloatArray, boot: FloatArray, settings: Settings) -> dict[str, Any]:
@@ -239,8 +249,12 @@ def pooled_row(d: FloatArray, boot: FloatArray, settings: Settings) -> dict[str,
             "p_pooled": 1.0,
             "pooled_sign": 0,
         }
-    per_task = d.mean(axis=1)
-    low, high, sign = guarded_sign(per_task, boot.mean(axis=1), 1.0 - settings.alpha)
+    n, cells = d.shape
+    per_task = d.sum(axis=1) / cells
+    lows, highs, signs = guarded_signs(
+        per_task[:, None], (boot.sum(axis=1) / (n * cells))[:, None], 1.0 - settings.alpha
+    )
+    low, high, sign = float(lows[0]), float(highs[0]), signs[0]
     wins_a, wins_b = int((per_task > 0).sum()), int((per_task < 0).sum())
     return {
         "n_tasks": int(d.shape[0]),
@@ -261,26 +275,38 @@ def factor_rows(
     """Per factor: the pair's pooled difference over the cells at its low level (``levels``
     maps a factor to each cell's level: -1 low, +1 high, 0 centre), at its high level, and
     the effect (high - low), each with a task-bootstrap interval at ``1 - alpha / F`` and a
-    sign only where the sign test over tasks agrees (:func:`guarded_sign`)."""
+    sign only where the sign test over tasks agrees (:func:`guarded_signs`)."""
     confidence = 1.0 - settings.alpha / max(len(levels), 1)
+    labels = ("at_low", "at_high", "effect")
+    if not levels:
+        return []
+    s = np.asarray(list(levels.values())).T  # cells x factors: -1 low, +1 high, 0 centre
+    low_cells, high_cells = (s == -1).astype(np.float64), (s == 1).astype(np.float64)
+    n_low, n_high = low_cells.sum(axis=0).clip(1), high_cells.sum(axis=0).clip(1)
+
+    def stats(sums: FloatArray, scale: float) -> FloatArray:
+        """[at low, at high, effect] per factor, interleaved: whole sums over 0/1 cells
+        divided once, so they are exact."""
+        at_low = (sums @ low_cells) / (n_low * scale)
+        at_high = (sums @ high_cells) / (n_high * scale)
+        return np.stack([at_low, at_high, at_high - at_low], axis=-1).reshape(len(sums), -1)
+
+    if d.shape[0]:
+        per_task = stats(d, 1.0)
+        means = stats(d.sum(axis=0, keepdims=True), float(d.shape[0]))[0]
+        low, high, found = guarded_signs(per_task, stats(boot, float(d.shape[0])), confidence)
+    else:
+        means = low = high = np.full(3 * len(levels), math.nan)
+        found = [0] * (3 * len(levels))
     rows = []
-    for name, signs in levels.items():
-        s = np.asarray(signs)
-        lo_w = (s == -1) / max(int((s == -1).sum()), 1)
-        hi_w = (s == 1) / max(int((s == 1).sum()), 1)
+    for i, name in enumerate(levels):
         row: dict[str, Any] = {"factor": name}
-        found = {}
-        for label, weights in (("at_low", lo_w), ("at_high", hi_w), ("effect", hi_w - lo_w)):
-            if d.shape[0] == 0:
-                row[label] = row[f"{label}_low"] = row[f"{label}_high"] = math.nan
-                found[label] = 0
-                continue
-            per_task = d @ weights
-            row[label] = float(per_task.mean())
-            low, high, found[label] = guarded_sign(per_task, boot @ weights, confidence)
-            row[f"{label}_low"], row[f"{label}_high"] = low, high
-        row["moves"] = found["effect"] != 0
-        row["reverses"] = found["at_low"] * found["at_high"] == -1
+        for j, label in enumerate(labels):
+            k = 3 * i + j
+            row[label] = float(means[k])
+            row[f"{label}_low"], row[f"{label}_high"] = float(low[k]), float(high[k])
+        row["moves"] = found[3 * i + 2] != 0
+        row["reverses"] = found[3 * i] * found[3 * i + 1] == -1
         rows.append(row)
     return rows
 
@@ -304,7 +330,7 @@ def analyse(
             d = d[~np.isnan(d).any(axis=1)]  # tasks both ran in every cell
             seed = derive_seed(settings.seed, "sensitivity", *g.key.values(), a, b)
             boot = (
-                bootstrap_cell_means(d, seed, settings.n_boot)
+                bootstrap_cell_sums(d, seed, settings.n_boot)
                 if d.shape[0]
                 else np.empty((0, d.shape[1]))
             )
