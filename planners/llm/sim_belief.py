@@ -28,6 +28,9 @@ LOOK = {
     "invented": (0.02, 0.2),  # a tool that does not exist
     "other": (0.1, 0.3),
 }
+# The options that are a different way to go on (not a mistake of form): what a further
+# sample of the same decision can choose instead of the preferred one.
+ROUTES = frozenset({"right", "trap", "fallback", "persist"})
 # Mistake kinds that make sense for one action (a Thought/Action turn or candidate) and for
 # one step written into a plan, with the skill weight that picks among them.
 ACTION_MISTAKES = {
@@ -85,10 +88,12 @@ class Belief:
         return Belief("right", values)
 
     def runner_up(self) -> tuple[str, float] | None:
-        """The best-looking option other than the preferred one, if it looks at least fair
-        (as good as a right option the model does not prefer can look): the option a fresh
-        sample of the same decision can land on instead."""
-        others = [(v, k) for k, v in self.values.items() if k != self.top]
+        """The best-looking other *route* (the right one, the attractive wrong one, a
+        fallback, the failed call again), if it looks at least fair (as good as a right
+        option the model does not prefer can look): where a fresh sample of the same decision
+        can go instead. Mistakes of form (a dropped check, a guessed argument, an invented
+        tool) are slips, not routes."""
+        others = [(v, k) for k, v in self.values.items() if k != self.top and k in ROUTES]
         if not others:
             return None
         v, k = max(others)

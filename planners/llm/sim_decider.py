@@ -313,12 +313,9 @@ class Decider:
             and trap_plan[0].tool != SUBMIT_ANSWER
             # a result a check rejected cannot be built on: the executor says it failed
             and not any(d in flagged for g in trap_plan for d in g.deps)
+            and self._sample(self._line_belief(state)) == "trap"
         ):
-            line = self.sim.belief(
-                self.skill, digest("line", state), ["right", "trap"], self.err, {}
-            )
-            if line.top == "trap":
-                gold = trap_plan
+            gold = trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
         first = self._first_free_number(obs, context) if obs else 1
@@ -349,6 +346,13 @@ class Decider:
             head, _, tail = text.rpartition("]}")
             text = "```json\n" + head + ",]}" + tail + "\n```"
         return self._break(text)
+
+    def _line_belief(self, state: str) -> Belief:
+        """The belief about taking the attractive wrong line from here, as a whole."""
+        point = digest("line", state)
+        return self._reflected(
+            point, self.sim.belief(self.skill, point, ["right", "trap"], self.err, {})
+        )
 
     @staticmethod
     def _first_free_number(obs: list[Obs], context: RequestContext) -> int:
@@ -424,6 +428,12 @@ class Decider:
         ``so_far``."""
         looks, believed = so_far
         init = self.sim.initial_gold()
+        if start == 0 and steps and init.line_core and step_core(steps[0]) == init.line_core:
+            # the attractive wrong line, taken from the start: judged as that one decision
+            line = self._line_belief(NO_OBSERVATION)
+            point = digest("line", NO_OBSERVATION)
+            value = self._judged(point, line, "trap") if judge else line.value("trap")
+            return min(looks, value), believed and line.top == "trap"
         for i, step in enumerate(steps, start):
             kind = self._kind_of(step, i)
             belief = self._point_belief(i)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planarena.envs.oracle import GoldStep, Obs, Oracle, Ref
+from planarena.envs.oracle import SUBMIT_ANSWER, GoldStep, Obs, Oracle, Ref
 from planarena.envs.rng import KeyedDraws
 from planarena.planners.formats import dumps
 from planarena.planners.llm.profiles import SkillProfile
@@ -31,6 +31,8 @@ class Gold:
     traps: list[dict[str, Any] | None]
     cores: list[tuple[Any, str, tuple[str, ...]]]
     trap_cores: list[tuple[Any, str, tuple[str, ...]] | None]
+    # the first step of the attractive wrong line a whole plan can take from the start
+    line_core: tuple[Any, str, tuple[str, ...]] | None = None
 
 
 class SimMind:
@@ -239,6 +241,13 @@ class SimMind:
             return [self.guess(v) for v in value]
         return value
 
+    def _line_core(self, gold: list[GoldStep]) -> tuple[Any, str, tuple[str, ...]] | None:
+        line = gold[0].trap_plan if gold else None
+        if not line or line[0].tool == SUBMIT_ANSWER:
+            return None
+        ids = {g.key: f"step_{1 + i}" for i, g in enumerate(line)}
+        return step_core(render_step(line[0], ids))
+
     def initial_gold(self) -> Gold:
         """The right plan before anything ran; it never changes within an episode, and
         partial-plan requests compare against it many times, so it is built once."""
@@ -254,5 +263,6 @@ class SimMind:
                 traps,
                 cores=[step_core(r) for r in rendered],
                 trap_cores=[step_core(t) if t else None for t in traps],
+                line_core=self._line_core(gold),
             )
         return self._initial
