@@ -173,8 +173,11 @@ def test_every_verdict_is_reachable_from_hand_made_records() -> None:
     )  # fmt: skip
     flips = pair({0: range(20)}, {1: range(20, 40)})
     assert (flips.verdict, flips.cells_a, flips.cells_b, flips.leader) == ("flips", 1, 1, "")
-    unresolved = pair({c: range(3) for c in range(CELLS)}, {})
-    assert unresolved.verdict == "unresolved" and unresolved.pooled_diff > 0
+    # 4 to 0 in every cell: the bootstrap alone would call it (a resample misses all 4 tasks
+    # with chance 0.016), the exact sign test over tasks does not (p = 0.125)
+    unresolved = pair({c: range(4) for c in range(CELLS)}, {})
+    assert unresolved.verdict == "unresolved" and unresolved.pooled_low > 0
+    assert unresolved.pooled_sign == 0 and unresolved.p_pooled == sign_test_p(4, 0)
     tie = pair({}, {})
     assert tie.verdict == "tie"
     assert {holds.verdict, depends.verdict, flips.verdict, unresolved.verdict, tie.verdict} == set(
@@ -192,6 +195,10 @@ def test_one_discordant_task_against_none_is_unresolved_not_holds() -> None:
     x = np.zeros((CELLS, TASKS))
     x[:, : TASKS // 2] = 1
     assert verdicts_of({"x": x, "y": x.copy()})[0].iloc[0].verdict == "tie"
+    # equal completion in every cell on different tasks is no tie
+    assert pair({c: [0] for c in range(CELLS)}, {c: [1] for c in range(CELLS)}).verdict == (
+        "unresolved"
+    )
 
 
 def test_a_cell_against_a_pooled_ordering_keeps_it_from_holding() -> None:
@@ -229,6 +236,13 @@ def test_a_factor_that_reverses_an_ordering_is_named() -> None:
     assert bool(got.loc["f"].reverses) and bool(got.loc["f"].moves)
     assert got.loc["f"].at_low > 0 > got.loc["f"].at_high
     assert not got.loc["g"].reverses and not got.loc["g"].moves
+    # x ahead at both levels, by 10 tasks at the low level and 40 at the high: moved only
+    x, y = np.zeros((9, TASKS)), np.zeros((9, TASKS))
+    for c, level in enumerate(f):
+        x[c, : 40 if level == 1 else 10] = 1
+    _, _, factors = verdicts_of({"x": x, "y": y}, {"f": f, "g": g})
+    moved = factors.set_index("factor").loc["f"]
+    assert bool(moved.moves) and not bool(moved.reverses) and moved.at_low > 0
 
 
 def test_envs_are_never_pooled_in_a_verdict() -> None:
