@@ -102,7 +102,7 @@ def test_the_registries_list_the_built_in_options() -> None:
     assert {"scenarios", "sensitivity", "budget_curves", "seed_tables"} <= set(
         planarena.study_names()
     )
-    assert planarena.options("faults") == ["default", "heavy", "none"]
+    assert planarena.options("faults") == ["default", "heavy", "none", "outages"]
     assert "robustness" in planarena.options("experiment")
 
 
