@@ -382,9 +382,7 @@ async def run_episode(
     exposure = _exposure(env, task, ctx.rules, world_keys)
     sim_clock = clock.SimClock()
     end = await _play(ctx, job, task, episode_tools, llm, sim_clock, trace)
-    record = _record(
-        ctx, job, task, end, llm.usage, episode_tools, exposure, sim_clock.now, wall0
-    )
+    record = _record(ctx, job, task, end, llm.usage, episode_tools, exposure, sim_clock.now, wall0)
     record = with_check_counts(record, trace, episode_tools.calls, lambda: env.oracle(task))
     return record, _trace_doc(ctx, job, task, end, trace, episode_tools.calls)
 

@@ -168,9 +168,7 @@ def validate(cfg: DictConfig) -> dict[str, Any]:
     if study is not None and study not in study_names():
         raise ConfigError(f"study={study}: no such study; registered: {', '.join(study_names())}")
     # a study's own parameters sit under its name; the schema checks the rest
-    settings = validated(
-        RunSettings, {k: v for k, v in container.items() if k != study}, ""
-    )
+    settings = validated(RunSettings, {k: v for k, v in container.items() if k != study}, "")
     # the skill profile with its overrides; the backend's key (a dry run needs none)
     BackendFactory(container["llm"], check_key=not settings.dry_run)
     model_profiles(container["llm"])
@@ -216,5 +214,3 @@ def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepare
     contexts = [context_for(cfg, container, planners, envs, faults, c) for c in cells]
     jobs = build_jobs(cfg, planners, envs, faults, cells=labels)
     return Prepared(cfg, container, planners, envs, faults, jobs, contexts)
-
-
