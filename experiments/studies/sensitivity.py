@@ -18,13 +18,14 @@ other setting are the run's own, so a cell differs from another by its parameter
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from planarena.envs.faults import FaultConfig
 from planarena.experiments.analysis.stats import derive_seed
@@ -129,7 +130,7 @@ def left_out_reason(factor: Factor, config: Mapping[str, Any]) -> str | None:
     return None
 
 
-def two_level(k: int, runs: int, seed: int) -> np.ndarray:
+def two_level(k: int, runs: int, seed: int) -> npt.NDArray[np.int64]:
     """A ``runs`` x ``k`` regular two-level fractional factorial (entries -1/+1): the base
     columns of ``log2(runs)`` factors, then their interactions from the highest order down
     (so few factors get the highest resolution), assigned to the factors in a seeded random
@@ -176,6 +177,7 @@ def design_of(config: Mapping[str, Any]) -> Design:
 
 
 def check_sim(config: Mapping[str, Any]) -> None:
+    """A study of the simulator's assumptions needs the simulator."""
     if (config.get("llm") or {}).get("backend", "sim") != "sim":
         raise ValueError("a sensitivity grid varies the simulated LLM: use llm=sim")
 
@@ -203,7 +205,8 @@ def in_grid_order(records: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
 
 
-def _group_order(config: Mapping[str, Any]) -> Any:
+def _group_order(config: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], tuple[int, int]]:
+    """A group's rank: its env and complexity in the order the config names them."""
     envs = list(config.get("env") or {})
     complexities = list(config.get("complexity") or [])
     if isinstance(config.get("complexity"), str):
@@ -267,4 +270,5 @@ class Sensitivity(Study):
 
 
 def several_envs(table: pd.DataFrame) -> bool:
+    """Whether the study ran several envs (then each heading names its env)."""
     return "env" in table.columns and table["env"].nunique() > 1

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -75,7 +75,7 @@ def clopper_pearson(x: int, n: int, confidence: float) -> tuple[float, float]:
         return (0.0, 1.0)
     half = (1.0 - confidence) / 2.0
 
-    def solve(f: Any) -> float:  # f increasing in p, root in (0, 1)
+    def solve(f: Callable[[float], float]) -> float:  # f increasing in p, root in (0, 1)
         lo, hi = 0.0, 1.0
         for _ in range(60):
             mid = (lo + hi) / 2.0
