@@ -10,7 +10,7 @@ from planarena.envs.report.oracle import ReportOracle
 from planarena.planners.formats import OutputParseError, parse_action_turn, parse_score
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.profiles import SKILLS, ModelProfile, SkillProfile
-from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.llm.sim import SimLLM
 from planarena.planners.llm.tokens import count_messages, count_text, encoding
 from planarena.planners.plan import PlanError, parse_plan
@@ -48,7 +48,8 @@ def _complete(
 ) -> tuple[str, float]:
     async def main() -> tuple[str, float]:
         with clock.use_clock(clock.SimClock()) as c:
-            text = await llm.complete(messages, role=role, kind=kind)
+            context = RequestContext(observations=())  # nothing observed yet
+            text = await llm.complete(messages, role=role, kind=kind, context=context)
             return text, c.now
 
     return asyncio.run(main())

@@ -59,4 +59,4 @@ def test_the_experiment_config_covers_every_family_and_planner() -> None:
         cfg = compose("config", overrides=["experiment=scenarios"])
     assert cfg.study == "scenarios"
     assert {"pipeline", "web_nav", "code_gen", "research", "report"} <= set(cfg.env)
-    assert len(cfg.planner) == 8
+    assert len(cfg.planner) == 9

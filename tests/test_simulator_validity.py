@@ -339,7 +339,7 @@ def test_candidate_menus_come_from_the_belief() -> None:
     names = set(ReportWorld(tasks("simple", n=1)[0]).catalogue()[i].name for i in range(6))
     invented = real_alternatives = 0
     for task in tasks("medium", n=20):
-        problem, llm = _problem(task, _skill())
+        problem, llm = _problem(task, _skill(sample_diversity=1.0))  # k different options
 
         async def go(p: PartialPlanProblem = problem, m: EpisodeLLM = llm) -> str:
             with clock.use_clock(clock.SimClock()):
@@ -347,6 +347,7 @@ def test_candidate_menus_come_from_the_belief() -> None:
                     p._messages((), "Propose 3 different candidate next steps for the plan."),
                     role="planner",
                     kind=RequestKind.PROPOSE_STEPS,
+                    context=p._context((), k=3),
                 )
 
         steps = parse_step_candidates(asyncio.run(go()))
@@ -431,9 +432,10 @@ def test_trials_rerun_the_same_world_unless_asked_to_redraw_it() -> None:
 
 
 def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
-    """The simulator reads a ReAct transcript from where the last request ended when its
-    first messages are the same objects; every answer must equal the one a simulator that
-    reads the whole transcript afresh gives, and an edited earlier message must be re-read."""
+    """The simulator keeps what it read of each observation a request's context carries (a
+    ReAct transcript resends the same objects every turn); every answer must equal the one a
+    simulator given fresh copies gives, and an observation replaced by a new object with other
+    content must be read again."""
     from planarena.envs.tools import ToolError
     from planarena.planners.formats import (
         FINISH,
@@ -441,16 +443,24 @@ def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
         observation_text,
         parse_action_turn,
     )
+    from planarena.planners.llm.protocol import Observed, RequestContext
     from planarena.planners.prompts import react_system
 
-    async def ask(sim: SimLLM, messages: list[dict[str, str]]) -> str:
+    async def ask(sim: SimLLM, messages: list[dict[str, str]], seen: list[Observed]) -> str:
         out = await sim.generate(
             messages,
             role="executor",
             model=MODELS["default"],
-            request=Request(Request.digest_of(messages), kind=RequestKind.ACT),
+            request=Request(
+                Request.digest_of(messages),
+                kind=RequestKind.ACT,
+                context=RequestContext(observations=tuple(seen)),
+            ),
         )
         return out.text
+
+    def copies(seen: list[Observed]) -> list[Observed]:
+        return [Observed(o.id, o.tool, dict(o.args), "" + o.text, o.ok) for o in seen]
 
     async def run(task: Any) -> int:
         keys = (0, task.env, task.task_id, 0)
@@ -460,12 +470,12 @@ def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
             {"role": "system", "content": react_system(tools.catalogue())},
             {"role": "user", "content": f"Task: {task.goal}"},
         ]
+        seen: list[Observed] = []
         turns = 0
         for _ in range(12):
-            text = await ask(growing, messages)
+            text = await ask(growing, messages, seen)
             fresh = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=keys)
-            copies = [{"role": str(m["role"]), "content": "" + m["content"]} for m in messages]
-            assert text == await ask(fresh, copies)
+            assert text == await ask(fresh, [dict(m) for m in messages], copies(seen))
             turns += 1
             messages.append({"role": "assistant", "content": text})
             try:
@@ -475,19 +485,20 @@ def test_a_growing_transcript_gets_the_answers_a_fresh_reading_gives() -> None:
                 continue
             if turn.action == FINISH:
                 break
+            ok = True
             try:
-                seen = observation_text(await tools.call(turn.action, turn.action_input))
+                observed = observation_text(await tools.call(turn.action, turn.action_input))
             except ToolError as err:
-                seen = err.observation()
-            messages.append({"role": "user", "content": f"Observation: {seen}"})
-        # an earlier observation edited in place of a new object: read again, not reused
-        edited = [dict(m) for m in messages]
-        for m in edited[2:]:
-            if m["content"].startswith("Observation:"):
-                m["content"] = "Observation: ERROR not_found: nothing here"
-                break
-        fresh = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=(0, task.env, task.task_id, 0))
-        assert await ask(growing, edited) == await ask(fresh, edited)
+                observed, ok = err.observation(), False
+            messages.append({"role": "user", "content": f"Observation: {observed}"})
+            seen.append(Observed(str(len(seen)), turn.action, turn.action_input, observed, ok))
+        # an earlier observation replaced by a new object with other content: read again
+        edited = list(seen)
+        if edited:
+            o = edited[0]
+            edited[0] = Observed(o.id, o.tool, o.args, "ERROR not_found: nothing here", False)
+        fresh = SimLLM(SKILLS["weak"], ENV.oracle(task), seed_keys=keys)
+        assert await ask(growing, messages, edited) == await ask(fresh, messages, edited)
         return turns
 
     with clock.use_clock(clock.SimClock()):
