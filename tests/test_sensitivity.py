@@ -20,7 +20,7 @@ from planarena.experiments.run.prepare import prepare
 from planarena.experiments.run.runner import run
 from planarena.experiments.studies.registry import canonical
 from planarena.experiments.studies.report import render_study, study_config
-from planarena.experiments.studies.sensitivity import design_of, two_level
+from planarena.experiments.studies.sensitivity import design_of, resolution, two_level
 from planarena.experiments.studies.sensitivity_report import markdown
 from planarena.experiments.studies.sensitivity_stats import (
     VERDICTS,
@@ -79,6 +79,10 @@ def test_the_design_is_seeded() -> None:
     for i, j, k in itertools.permutations(range(4), 3):
         assert not (table[:, i] == table[:, j] * table[:, k]).all()
         assert not (table[:, i] == -table[:, j] * table[:, k]).all()
+    # the highest resolution of a regular design: V for 5 factors in 16 runs, IV up to 8,
+    # III beyond (the default's 15 factors); IV for 15 in 32
+    assert [resolution(two_level(k, 16, seed=3)) for k in (5, 6, 8, 9, 15)] == [5, 4, 4, 3, 3]
+    assert resolution(two_level(15, 32, seed=0)) == 4
 
 
 def test_a_factor_the_run_cannot_vary_is_left_out_and_named() -> None:

@@ -95,7 +95,7 @@ def test_a_plain_run_has_no_cell_keys_and_a_grid_run_has_them(tmp_path: Path) ->
     assert plain.returncode == 0, plain.stderr
     record = json.loads((tmp_path / "a" / "episodes.jsonl").read_text().splitlines()[0])
     assert "cell" not in record
-    grid = _run([*SMALL_GRID, "n_tasks=1", "planner=[react]",
+    grid = _run([*SMALL_GRID, "n_tasks=1", "planner=[react]", "write_traces=true",
                  f"hydra.run.dir={tmp_path / 'b'}"], tmp_path)  # fmt: skip
     assert grid.returncode == 0, grid.stderr
     lines = (tmp_path / "b" / "episodes.jsonl").read_text().splitlines()

@@ -71,6 +71,7 @@ class Design:
     factors: list[Factor]
     runs: int
     seed: int
+    resolution: int = 5
     labels: list[str] = field(default_factory=list)
     values: list[dict[str, Any]] = field(default_factory=list)
     signs: dict[str, list[int]] = field(default_factory=dict)
@@ -131,22 +132,43 @@ def left_out_reason(factor: Factor, config: Mapping[str, Any]) -> str | None:
 
 
 def two_level(k: int, runs: int, seed: int) -> npt.NDArray[np.int64]:
-    """A ``runs`` x ``k`` regular two-level fractional factorial (entries -1/+1): the base
-    columns of ``log2(runs)`` factors, then their interactions from the highest order down
-    (so few factors get the highest resolution), assigned to the factors in a seeded random
-    order with seeded signs. Every column is balanced and any two are orthogonal."""
+    """A ``runs`` x ``k`` regular two-level fractional factorial (entries -1/+1) of the
+    highest resolution this simple rule reaches: the ``m = log2(runs)`` base columns; one more
+    factor gets their full product (resolution m + 1); more factors get odd-order
+    interactions first (no product of two of them is a third: resolution IV up to runs / 2
+    factors), then even-order ones (resolution III). The columns are assigned to the factors in
+    a seeded random order with seeded signs. Every column is balanced and any two are
+    orthogonal."""
     m = runs.bit_length() - 1
     if runs != 1 << m or runs < k + 1:
         raise ValueError(f"sensitivity.runs={runs}: must be a power of two above the {k} factors")
     base = np.array([[1 if (i >> j) & 1 else -1 for j in range(m)] for i in range(runs)])
-    subsets = [(j,) for j in range(m)]
-    for size in range(m, 1, -1):
-        subsets += list(combinations(range(m), size))
+    subsets: list[tuple[int, ...]] = [(j,) for j in range(m)]
+    if k == m + 1:
+        subsets.append(tuple(range(m)))
+    else:
+        sizes = sorted(range(2, m + 1), key=lambda size: (size % 2 == 0, -size))
+        for size in sizes:
+            subsets += list(combinations(range(m), size))
     columns = np.stack([base[:, list(s)].prod(axis=1) for s in subsets[:k]], axis=1)
     rng = np.random.default_rng(derive_seed(seed, "sensitivity-design"))
     order = rng.permutation(k)
     flips = np.where(rng.integers(0, 2, size=k) == 1, -1, 1)
     return columns[:, order] * flips
+
+
+def resolution(table: npt.NDArray[np.int64]) -> int:
+    """The design's resolution: the fewest factors whose columns multiply to a constant
+    (III: main effects aliased with two-factor interactions; IV: with three-factor ones and
+    two-factor interactions with each other; V and more reported as 5). A full factorial has
+    no such set: reported as 5 too."""
+    k = table.shape[1]
+    for size in (3, 4):
+        for cols in combinations(range(k), size):
+            product = table[:, list(cols)].prod(axis=1)
+            if (product == product[0]).all():
+                return size
+    return 5
 
 
 def design_of(config: Mapping[str, Any]) -> Design:
@@ -165,7 +187,7 @@ def design_of(config: Mapping[str, Any]) -> Design:
     runs = int(spec.get("runs") or 1 << k.bit_length())
     seed = int(spec.get("design_seed", 0))
     table = two_level(k, runs, seed)
-    out = Design(factors, runs, seed, left_out=left_out)
+    out = Design(factors, runs, seed, resolution(table), left_out=left_out)
     out.labels = [CENTRE, *(f"run{i + 1:02d}" for i in range(runs))]
     out.values = [{f.name: f.middle for f in factors}]
     out.values += [

@@ -37,12 +37,18 @@ def _counts(part: pd.DataFrame) -> str:
 
 def _method(design: Design, n_tasks: int, settings: Settings, cells: int) -> list[str]:
     k, f = cells, len(design.factors)
+    aliasing = {
+        3: "resolution III: a factor's effect is aliased with two-factor interactions of "
+        "others, so read it as that factor's or such an interaction's; "
+        "`sensitivity.runs` twice as large separates them",
+        4: "resolution IV: main effects are clear of two-factor interactions",
+    }.get(design.resolution, "main effects clear of two- and three-factor interactions")
     return [
         f"{cells} cells: the centre (every factor at its middle level) and a {design.runs}-run "
         f"two-level fractional factorial over {f} factors (design seed {design.seed}; each "
         f"factor at its low level in half the runs and its high level in the other half, "
-        f"balanced against every other factor). {n_tasks} tasks per env x complexity in "
-        "each cell; every planner runs the same tasks in every cell.",
+        f"balanced against every other factor; {aliasing}). {n_tasks} tasks per env x "
+        "complexity in each cell; every planner runs the same tasks in every cell.",
         "",
         "Per cell a pair's paired difference of completion (a - b, percentage points) has an "
         "exact interval (McNemar: Clopper-Pearson on the tasks where the two differ) at "
