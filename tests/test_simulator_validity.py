@@ -145,14 +145,17 @@ def test_missed_signals_and_commitment_hurt_planners_that_rely_on_noticing() -> 
     assert bad("plan_execute_replan", missing) == bad("plan_execute_replan", low)
 
 
-def test_post_conditions_intercept_seemingly_successful_calls() -> None:
-    """Code-checked post-conditions catch "200 but wrong" results the model might miss."""
+def test_post_conditions_a_model_writes_catch_seemingly_successful_calls() -> None:
+    """Code-checked post-conditions catch "200 but wrong" results the model might miss: a
+    model that writes every check of a step's pool (perfect: ``check_coverage`` 1) catches
+    every wrong result that returned."""
     rules = [FaultRule(kind="wrong_result", tools=["extract_data"], rate=0.5, max_consecutive=1)]
     recs = [
         episode("plan_execute_replan", t, rules=rules, skill="perfect")[0]
         for t in tasks("medium", n=8)
     ]
     assert sum(r.postcondition_catches for r in recs) > 0
+    assert all(r.wrong_caught == r.wrong_returned for r in recs)
     assert all(r.success for r in recs)  # caught, then re-extracted by a replan
 
 
