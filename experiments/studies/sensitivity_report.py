@@ -110,25 +110,41 @@ def _reversal(row: Mapping[str, Any], several_envs: bool) -> str:
 
 
 def _top_pairs(verdicts: pd.DataFrame, several_envs: bool) -> list[str]:
-    moved = verdicts[verdicts["factor"].astype(str) != ""] if len(verdicts) else verdicts
+    """The pairs of planners whose ordering is most contested: ranked by the number of groups
+    where it flips or depends, then by the largest significant factor effect; each shown in
+    its group with that effect (a contested one first) and the factor."""
+    head = ["", "## The pairs an assumption decides", ""]
+    moved = verdicts[verdicts["factor"].fillna("").astype(str) != ""] if len(verdicts) else verdicts
     if not len(moved):
-        return ["", "## The pairs an assumption moves most", "", "No factor moves any pair."]
-    top = moved.reindex(moved["effect"].abs().sort_values(ascending=False, kind="stable").index)
+        return [*head, "No factor moves any pair."]
+    pair = ["planner_a", "planner_b"]
+    contested = (
+        verdicts["verdict"].isin(["flips", "depends"]).groupby([verdicts[k] for k in pair]).sum()
+    )
+    ranked = moved.assign(
+        _groups=[
+            -int(contested[(a, b)]) for a, b in zip(moved[pair[0]], moved[pair[1]], strict=True)
+        ],
+        _here=~moved["verdict"].isin(["flips", "depends"]),
+        _size=-moved["effect"].abs(),
+    ).sort_values(["_groups", "_here", "_size"], kind="stable")
+    top = ranked.drop_duplicates(pair).head(TOP_PAIRS)
     lines = [
+        *head,
+        f"The {TOP_PAIRS} pairs of planners whose ordering is most contested (the most groups "
+        "where it flips or depends), each in its group where a factor moves it most, and that "
+        "factor: the one with the largest significant effect on the pair's paired difference.",
         "",
-        "## The pairs an assumption moves most",
-        "",
-        f"The {TOP_PAIRS} pairs with the largest significant factor effect on their paired "
-        "difference, and the factor that decides them.",
-        "",
-        "| pair | verdict | pooled a - b | deciding factor | effect (high - low) |",
-        "|---|---|---|---|---|",
+        "| pair | verdict | contested in | pooled a - b | deciding factor | effect (high - low) |",
+        "|---|---|---|---|---|---|",
     ]
-    for r in top.head(TOP_PAIRS).to_dict("records"):
+    groups = verdicts.groupby(pair).size()
+    for r in top.to_dict("records"):
+        key = (r["planner_a"], r["planner_b"])
         lines.append(
-            f"| {_pair(r, several_envs)} | {r['verdict']} | "
-            f"{_interval(r['pooled_diff'], r['pooled_low'], r['pooled_high'])} | {r['factor']} | "
-            f"{_interval(r['effect'], r['effect_low'], r['effect_high'])} |"
+            f"| {_pair(r, several_envs)} | {r['verdict']} | {contested[key]} of {groups[key]} "
+            f"groups | {_interval(r['pooled_diff'], r['pooled_low'], r['pooled_high'])} | "
+            f"{r['factor']} | {_interval(r['effect'], r['effect_low'], r['effect_high'])} |"
         )
     return lines
 
