@@ -147,9 +147,7 @@ def _fmt_p99(r: pd.Series) -> str:
     return f"{r['latency_p99']:.0f} s [{r['p99_ci_low']:.0f}, {r['p99_ci_high']:.0f}]"
 
 
-def _against_article(
-    env: str, part: pd.DataFrame, bests: dict[str, tuple[str, list[str]]]
-) -> str:
+def _against_article(env: str, part: pd.DataFrame, bests: dict[str, tuple[str, list[str]]]) -> str:
     """One line: where the article's pick for ``env`` stands by each metric ("" when the
     article picks nothing for it)."""
     pick = ARTICLE_PICK.get(env)

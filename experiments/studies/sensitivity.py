@@ -19,7 +19,6 @@ other setting are the run's own, so a cell differs from another by its parameter
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import pandas as pd
 from planarena.envs.faults import FaultConfig
 from planarena.experiments.analysis.stats import derive_seed
 from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sensitivity_design import Design, Factor
 from planarena.experiments.studies.sensitivity_stats import (
     ALPHA,
     N_BOOT,
@@ -49,40 +49,6 @@ WORLD_FACTORS = {
 SPEC_KEYS = ("factors", "runs", "design_seed", "alpha", "n_boot")
 CENTRE = "centre"
 __all__ = ["VERDICTS", "Design", "Factor", "Sensitivity", "design_of", "group_keys"]
-
-
-@dataclass(frozen=True)
-class Factor:
-    """One assumption: the record column ``name``, the config ``key`` a cell sets, and its
-    ``low``, ``middle`` (the centre cell's) and ``high`` levels."""
-
-    name: str
-    key: str
-    low: Any
-    middle: Any
-    high: Any
-
-
-@dataclass
-class Design:
-    """The cells in run order (the centre first: the reference), each cell's factor values,
-    each factor's level per cell (-1 low, +1 high, 0 centre), and the factors left out."""
-
-    factors: list[Factor]
-    runs: int
-    seed: int
-    resolution: int = 5
-    labels: list[str] = field(default_factory=list)
-    values: list[dict[str, Any]] = field(default_factory=list)
-    signs: dict[str, list[int]] = field(default_factory=dict)
-    left_out: dict[str, str] = field(default_factory=dict)
-
-    def cells(self) -> list[Cell]:
-        by_name = {f.name: f for f in self.factors}
-        return [
-            Cell(label, columns=dict(v), overrides={by_name[k].key: x for k, x in v.items()})
-            for label, v in zip(self.labels, self.values, strict=True)
-        ]
 
 
 def parse_factors(spec: Mapping[str, Any]) -> list[Factor]:

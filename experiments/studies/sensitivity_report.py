@@ -10,7 +10,7 @@ import pandas as pd
 from planarena.experiments.studies.sensitivity_stats import VERDICTS, Settings
 
 if TYPE_CHECKING:
-    from planarena.experiments.studies.sensitivity import Design
+    from planarena.experiments.studies.sensitivity_design import Design
 
 TOP_PAIRS = 5
 
