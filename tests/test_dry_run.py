@@ -89,7 +89,14 @@ def cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
         and k != "OPENAI_API_KEY"
     }
     env.update(NO_PROXY="127.0.0.1,localhost", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", *JOB, "dry_run=true", *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "planarena.experiments.run.runner",
+        *JOB,
+        "dry_run=true",
+        *overrides,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
 

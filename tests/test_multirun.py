@@ -1,5 +1,6 @@
-"""A Hydra multirun aggregates its jobs into the sweep dir (planarena.experiments.run.callbacks), with any
-launcher; job dirs are named by their overrides; a failed job is named, not fatal."""
+"""A Hydra multirun aggregates its jobs into the sweep dir
+(planarena.experiments.run.callbacks), with any launcher; job dirs are named by their
+overrides; a failed job is named, not fatal."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from planarena.experiments.analysis import tables
-from planarena.experiments.records.columns import EPISODE_COLUMNS
 from planarena.experiments.analysis.report import load_runs
 from planarena.experiments.records import store as records
+from planarena.experiments.records.columns import EPISODE_COLUMNS
 
 BIN = Path(sys.executable).parent
 SMALL = ["env=report", "n_tasks=2", "complexity=simple", "progress=false"]

@@ -237,5 +237,3 @@ def build_jobs(
         for complexity in complexities
     ]
     return JobList(blocks, list(planners), int(cfg.trials), maker, cells=cells)
-
-

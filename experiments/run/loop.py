@@ -267,5 +267,3 @@ def episode_workers(cfg: DictConfig, backend: str, *, capped: bool, n_jobs: int)
             return 1
         return max(1, min(available_cores(), n_jobs // MIN_JOBS_PER_WORKER))
     return max(1, min(int(setting), n_jobs))
-
-

@@ -88,6 +88,7 @@ def _job_dir_name(override_dirname: str) -> str:
 OmegaConf.register_new_resolver("planarena_unique", _unique_suffix, use_cache=True, replace=True)
 OmegaConf.register_new_resolver("planarena_job_dir", _job_dir_name, replace=True)
 
+
 # One encoder for every trace line (``json.dumps`` with options builds one per call).
 def run(
     cfg: DictConfig,
@@ -404,7 +405,6 @@ def cli() -> None:
     from planarena.experiments.process import run_and_exit
 
     run_and_exit(main)
-
 
 
 def config_of(cfg: DictConfig) -> dict[str, Any]:
