@@ -90,5 +90,3 @@ def as_list(value: Any) -> list[Any]:
     if isinstance(value, str) and "," in value:
         return [v.strip() for v in value.split(",") if v.strip()]
     return [value]
-
-
