@@ -171,6 +171,22 @@ def test_every_episode_is_a_row_and_opens_its_own_trace(page: str, run_dir: Path
         assert float(row["cells"][9]) == pytest.approx(rec["cost_usd"], abs=5e-5)
 
 
+def test_a_large_run_lists_its_failures_first_and_says_what_it_left_out(run_dir: Path) -> None:
+    """Beyond the cap the table lists the failed episodes first, then the rest in file order,
+    and the page names how many it left out; every listed row still opens its own record."""
+    from planarena.experiments.analysis.report_html import RunFiles, read_episodes
+
+    records = _jsonl(run_dir / "episodes.jsonl")
+    limit = sum(not r["success"] for r in records) + 3
+    episodes = read_episodes([RunFiles(run_dir, "")], limit=limit)
+    assert episodes.total == len(records) and len(episodes.rows) == limit
+    listed = {row["_key"] for row in episodes.rows}
+    failed = {_key(r) for r in records if not r["success"]}
+    assert failed <= listed  # every failure kept
+    passed = [_key(r) for r in records if r["success"]]
+    assert listed - failed == set(passed[:3])  # then the successes in file order
+
+
 def test_every_planner_and_the_provenance_are_on_the_page(page: str, run_dir: Path) -> None:
     records = _jsonl(run_dir / "episodes.jsonl")
     parsed = parse(page)

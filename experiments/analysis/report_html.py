@@ -40,6 +40,10 @@ from planarena.experiments.records.store import iter_jsonl, record_files
 
 REPORT_FILE = "report.html"
 CHUNK_BYTES = 1 << 20
+# The episode table of a page lists at most this many episodes (a study of 100,000 episodes
+# would make a page of tens of MB that no browser filters smoothly); beyond it the failed
+# episodes are listed first, and the page says how many it left out (episodes.jsonl has all).
+MAX_LISTED = 20_000
 """JSON bytes of traces and records per gzip chunk: big enough for gzip to find the repeats
 across episodes (~15x), small enough that opening one episode inflates ~1 MB, not the run."""
 
@@ -98,6 +102,7 @@ class Episodes:
     columns: list[tuple[str, str]]
     rows: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)  # base64 of gzip of a JSON array
+    total: int = 0  # the records of the runs, listed or not
 
 
 # ---------------------------------------------------------------- Markdown (summary.md)
@@ -334,14 +339,40 @@ def _varying(runs: list[RunFiles]) -> list[tuple[str, str]]:
     return cols + [(c, c) for c in VARYING_COLUMNS if len(seen[c]) > 1]
 
 
-def read_episodes(runs: list[RunFiles]) -> Episodes:
-    """Every record of ``runs`` as a table row, its record and trace packed in a chunk."""
+def _listed(runs: list[RunFiles], limit: int) -> tuple[list[set[int]], int]:
+    """Per run, the positions of the records the table lists (every one up to ``limit``;
+    beyond it the failed episodes first, then the rest, in file order), and the total."""
+    failed: list[list[int]] = []
+    passed: list[list[int]] = []
+    for run in runs:
+        f, p = [], []
+        for i, rec in enumerate(iter_jsonl(run.episodes)):
+            (p if rec.get("success") else f).append(i)
+        failed.append(f)
+        passed.append(p)
+    total = sum(len(f) + len(p) for f, p in zip(failed, passed, strict=True))
+    room = limit
+    chosen: list[set[int]] = [set() for _ in runs]
+    for pool in (failed, passed):
+        for k, positions in enumerate(pool):
+            take = positions[: max(room, 0)]
+            chosen[k].update(take)
+            room -= len(take)
+    return chosen, total
+
+
+def read_episodes(runs: list[RunFiles], limit: int = MAX_LISTED) -> Episodes:
+    """The records of ``runs`` as table rows (at most ``limit``: :func:`_listed`), each
+    row's record and trace packed in a chunk."""
     episodes = Episodes(columns=[*_varying(runs), *TABLE_COLUMNS])
+    listed, episodes.total = _listed(runs, limit)
     pending: list[str] = []
     size = 0
-    for run in runs:
+    for k, run in enumerate(runs):
         traces = _trace_lines(run.traces)
-        for rec in iter_jsonl(run.episodes):
+        for i, rec in enumerate(iter_jsonl(run.episodes)):
+            if i not in listed[k]:
+                continue
             trace = traces.pop(_trace_key(rec), None)
             key = episode_key(rec, run.label)
             item = json.dumps(
@@ -550,8 +581,17 @@ def _sections(runs: list[RunFiles], out_dir: Path, episodes: Episodes) -> Iterat
         '<section id="figures"><h2>Figures</h2>'
         f"{_figures(figures if figures.is_dir() else main / 'figures')}</section>"
     )
+    listed = len(episodes.rows)
+    count = f"{listed}" if listed >= episodes.total else f"{listed:,} of {episodes.total:,}"
+    left_out = (
+        ""
+        if listed >= episodes.total
+        else f"<p><b>{episodes.total - listed:,} episodes are not listed</b> (a page lists at "
+        f"most {MAX_LISTED:,}: the failed ones first); episodes.jsonl holds every record, "
+        "and <code>planarena-trace</code> opens any episode's trace.</p>"
+    )
     yield (
-        f'<section id="episodes-sec"><h2>Episodes ({len(episodes.rows)})</h2>'
+        f'<section id="episodes-sec"><h2>Episodes ({count})</h2>{left_out}'
         "<p class=muted>Click a header to sort, a task to open its trace. The URL keeps the "
         "open episode (#episode=...); filters can be preset: "
         "<code>report.html?planner=react&amp;q=timeout</code>.</p>"
