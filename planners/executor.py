@@ -26,7 +26,9 @@ from planarena.planners.prompts import REPLAN_USER, plan_system
 from planarena.search import topological_layers
 
 # An empty plan parses: it is a plan with a logic error (nothing to run), not malformed output.
-MALFORMED_REASONS = frozenset({"malformed_json", "too_large", "too_deep", "schema"})
+MALFORMED_REASONS = frozenset(
+    {"malformed_json", "malformed_text", "too_large", "too_deep", "schema"}
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class LadderPolicy:
     max_replans: int = 3
     parallel: bool = False
     budget_usd: float = 1.0  # feeds the ``remaining_budget_usd`` condition variable
+    plan_format: str = "json"  # how plans are asked for and read: json | text (plan_prose)
 
 
 STATIC = LadderPolicy(retry=False, fallback=False, skip_independent=False, replan=False)
@@ -88,8 +91,9 @@ class PlanExecutor:
 
     async def first_plan(self) -> Plan | PlannerResult:
         """Ask for a plan; a replanning strategy may ask again after a rejected one."""
+        fmt = self.policy.plan_format
         messages = [
-            {"role": "system", "content": plan_system(self.tools.catalogue())},
+            {"role": "system", "content": plan_system(self.tools.catalogue(), fmt)},
             {"role": "user", "content": f"Task: {self.goal}"},
         ]
         attempts = 1 + (self.policy.max_replans if self.policy.replan else 0)
@@ -106,10 +110,13 @@ class PlanExecutor:
                     },
                 ]
             text = await self.llm.complete(
-                messages, role="planner", kind=RequestKind.PLAN, context=RequestContext()
+                messages,
+                role="planner",
+                kind=RequestKind.PLAN,
+                context=RequestContext(plan_format=fmt),
             )
             try:
-                plan = parse_plan(text, self.names)
+                plan = parse_plan(text, self.names, plan_format=fmt)
             except PlanError as err:
                 error = err
                 self.trace.append(
@@ -130,7 +137,7 @@ class PlanExecutor:
         """Validate a plan found some other way (a search) like any plan, then run it; a
         rejected plan is a plan failure."""
         try:
-            plan = parse_plan(text, self.names)
+            plan = parse_plan(text, self.names, plan_format=self.policy.plan_format)
         except PlanError as err:
             self.trace.append(
                 {
@@ -174,21 +181,23 @@ class PlanExecutor:
             failed=f"{failed.step.id} {failed.step.tool}: {failed.failure} {failed.message}",
             pending=[f"- {s.id} {s.tool} {dumps(s.args)}" for s in pending],
         )
+        fmt = self.policy.plan_format
         messages = [
-            {"role": "system", "content": plan_system(self.tools.catalogue())},
+            {"role": "system", "content": plan_system(self.tools.catalogue(), fmt)},
             {"role": "user", "content": prompt},
         ]
         context = RequestContext(
             observations=tuple(self.seen),
             failed_step=failed.step.id,
             pending=tuple(s.id for s in pending),
+            plan_format=fmt,
         )
         text = await self.llm.complete(
             messages, role="replanner", kind=RequestKind.REVISE_PLAN, context=context
         )
         done = [sid for sid, st in self.status.items() if st == "success"]
         try:
-            plan = parse_plan(text, self.names, completed=done)
+            plan = parse_plan(text, self.names, completed=done, plan_format=fmt)
             clash = sorted({s.id for s in plan.steps} & set(self.status))
             if clash:
                 raise PlanError("duplicate_id", f"replan reuses executed step id(s) {clash}")

@@ -25,6 +25,7 @@ from planarena.planners.plan_model import (
     PlanStep,
     canonical_step_id,
 )
+from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_refs import (
     canonicalize_placeholders,
     find_placeholders,
@@ -41,6 +42,7 @@ __all__ = [
     "PlanStep",
     "canonical_step_id",
     "find_placeholders",
+    "PLAN_FORMATS",
     "parse_plan",
     "resolve_args",
 ]
@@ -230,11 +232,14 @@ def parse_plan(
     completed: Iterable[str] = (),
     max_chars: int = 100_000,
     max_depth: int = 20,
+    plan_format: str = "json",
 ) -> Plan:
     """Parse and validate planner output; raise PlanError (never anything else) if unusable.
 
     `completed` lists ids of steps already executed before a replan: the new plan may
-    depend on them and reference their results.
+    depend on them and reference their results. `plan_format` is the format the plan was
+    asked in: ``json`` (a Plan JSON object) or ``text`` (numbered steps in prose,
+    :mod:`~planarena.planners.plan_prose`); both are validated by the same rules.
 
     The same text is often parsed again (the plan every static planner is given for a
     prompt, a candidate a judge scored and then runs): the outcome is kept for the last
@@ -245,12 +250,14 @@ def parse_plan(
         raise PlanError("schema", f"plan text must be a string, got {type(text).__name__}")
     # is_truncated is part of the key: a text cut at max_tokens is never repaired, an equal
     # text that was not cut may be
+    if plan_format not in PLAN_FORMATS:
+        raise ValueError(f"plan_format must be one of {PLAN_FORMATS}, got {plan_format!r}")
     tool_set, done = frozenset(tools), frozenset(completed)
-    key = (text, is_truncated(text), tool_set, done, max_chars, max_depth)
+    key = (text, is_truncated(text), tool_set, done, max_chars, max_depth, plan_format)
     outcome = PARSED.get(key)
     if outcome is None:
         try:
-            outcome = _parse_plan(text, tool_set, done, max_chars, max_depth)
+            outcome = _parse_plan(text, tool_set, done, max_chars, max_depth, plan_format)
         except PlanError as err:
             outcome = (err.reason, str(err))
         if len(PARSED) >= PARSED_KEPT:
@@ -260,6 +267,9 @@ def parse_plan(
         return outcome
     raise PlanError(*outcome)  # a fresh error (and traceback) for every caller
 
+
+PLAN_FORMATS = ("json", "text")
+"""The formats a plan can be asked in (``planner.<name>.plan_format``)."""
 
 PARSED_KEPT = 256
 """Distinct parse_plan calls whose outcome (the plan, or the error's reason and message) is
@@ -271,7 +281,12 @@ caches.register(PARSED.clear)
 
 
 def _parse_plan(
-    text: str, tool_set: frozenset[str], completed: frozenset[str], max_chars: int, max_depth: int
+    text: str,
+    tool_set: frozenset[str],
+    completed: frozenset[str],
+    max_chars: int,
+    max_depth: int,
+    plan_format: str = "json",
 ) -> Plan:
     if len(text) > max_chars:
         raise PlanError("too_large", f"plan text has {len(text)} chars (max {max_chars})")
@@ -279,7 +294,8 @@ def _parse_plan(
     done = frozenset(canonical_step_id(c) for c in completed)
 
     notes: list[str] = []
-    data, repaired = load_json(text, notes)
+    # the format hook: prose is read into the same raw steps a Plan JSON holds
+    data, repaired = load_prose(text, notes) if plan_format == "text" else load_json(text, notes)
     # JSON parsed strictly from the whole text is no deeper than the scan above allowed;
     # stripped or repaired JSON may be, so it is measured
     if (repaired or notes) and value_depth(data) > max_depth:

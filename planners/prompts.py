@@ -8,6 +8,7 @@ from functools import lru_cache
 from jinja2 import Environment, StrictUndefined
 from planarena.envs.tools import ToolSpec
 from planarena.planners.formats import ACTION_TURN_FORMAT, PLAN_FORMAT
+from planarena.planners.plan_prose import PLAN_TEXT_FORMAT
 
 _ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
@@ -56,6 +57,8 @@ def _system(template: str, signatures: tuple[str, ...]) -> str:
     tools = [_Signed(line) for line in signatures]
     if template == "react":
         return REACT_SYSTEM.render(tools=tools, fmt=ACTION_TURN_FORMAT)
+    if template == "plan_text":
+        return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_TEXT_FORMAT)
     return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)
 
 
@@ -80,5 +83,7 @@ def react_system(tools: Sequence[ToolSpec]) -> str:
     return _system("react", _signatures(tools))
 
 
-def plan_system(tools: Sequence[ToolSpec]) -> str:
-    return _system("plan", _signatures(tools))
+def plan_system(tools: Sequence[ToolSpec], plan_format: str = "json") -> str:
+    """The planner's system prompt; it asks for the plan in ``plan_format`` (``json``: a Plan
+    JSON object; ``text``: numbered steps in prose)."""
+    return _system("plan_text" if plan_format == "text" else "plan", _signatures(tools))

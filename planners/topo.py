@@ -8,7 +8,7 @@ recovery ladder applies as in ``plan_execute_replan``.
 from __future__ import annotations
 
 from planarena.planners.params import Backoff, NonNegative, Times, checked
-from planarena.planners.plan_execute import PlanExecuteReplanPlanner
+from planarena.planners.plan_execute import PlanExecuteReplanPlanner, PlanFormat
 
 
 class TopoPlanner(PlanExecuteReplanPlanner):
@@ -21,7 +21,12 @@ class TopoPlanner(PlanExecuteReplanPlanner):
         max_replans: Times = 3,
         backoff_s: Backoff = (0.5, 1.0, 2.0),
         budget_usd: NonNegative = 1.0,
+        plan_format: PlanFormat = "json",
     ) -> None:
         super().__init__(
-            parallel=parallel, max_replans=max_replans, backoff_s=backoff_s, budget_usd=budget_usd
+            parallel=parallel,
+            max_replans=max_replans,
+            backoff_s=backoff_s,
+            budget_usd=budget_usd,
+            plan_format=plan_format,
         )

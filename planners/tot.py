@@ -31,6 +31,8 @@ from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.llm.tokens import count_text
 from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.plan_execute import PlanFormat
+from planarena.planners.plan_prose import load_prose
 from planarena.planners.prompts import plan_system
 from planarena.planners.search_support import TokenLedger, make_executor, record_tree
 from planarena.search import beam_search_async
@@ -40,9 +42,15 @@ State = tuple[int, str]  # (level, plan text); the root is (0, "")
 T = TypeVar("T")
 
 
-def _written_steps(text: str) -> list[Any] | None:
+def _written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
     """The steps of a plan as the model wrote them (read with the one lenient JSON reader
-    every parser uses, before any normalization), for a request about that plan."""
+    every parser uses, or the text plan reader, before any normalization), for a request
+    about that plan."""
+    if plan_format == "text":
+        try:
+            return load_prose(text, [])[0]["steps"]
+        except PlanError:
+            return None
     try:
         value = lenient_json(text, [])
     except OutputParseError:
@@ -63,11 +71,13 @@ class _PlanTree:
         beam_width: int,
         branching: int,
         depth: int,
+        plan_format: str = "json",
     ) -> None:
         self.task = task
         self.llm = llm
         self.names = tools.names()
-        self.system = plan_system(tools.catalogue())
+        self.plan_format = plan_format
+        self.system = plan_system(tools.catalogue(), plan_format)
         self.beam_width = beam_width
         self.branching = branching
         self.depth = depth
@@ -85,7 +95,7 @@ class _PlanTree:
         if not parent[1]:
             user = f"Task: {self.task.goal}"
         else:
-            improve = _written_steps(parent[1])
+            improve = _written_steps(parent[1], self.plan_format)
             user = (
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
@@ -97,13 +107,13 @@ class _PlanTree:
                 [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
                 role="planner",
                 kind=RequestKind.PLAN,  # a whole plan, a first one or an improved candidate
-                context=RequestContext(plan=improve),
+                context=RequestContext(plan=improve, plan_format=self.plan_format),
             ),
         )
 
     async def _judge(self, text: str) -> float:
         try:
-            parse_plan(text, self.names)
+            parse_plan(text, self.names, plan_format=self.plan_format)
         except PlanError:
             return 0.0  # an invalid plan is rejected by the validator, not by the judge
         verdict = await self._measured(
@@ -119,7 +129,7 @@ class _PlanTree:
                 ],
                 role="evaluator",
                 kind=RequestKind.RATE_PLAN,
-                context=RequestContext(plan=_written_steps(text) or []),
+                context=RequestContext(plan=_written_steps(text, self.plan_format) or []),
             ),
         )
         try:
@@ -167,12 +177,16 @@ class ToTPlanner(Planner):
         parallel: bool = True,
         max_replans: Times = 3,
         backoff_s: Backoff = (0.5, 1.0, 2.0),
+        plan_format: PlanFormat = "json",
     ) -> None:
         self.beam_width = beam_width
         self.branching = branching
         self.depth = depth
         self.policy = LadderPolicy(
-            parallel=parallel, max_replans=max_replans, backoff_s=tuple(backoff_s)
+            parallel=parallel,
+            max_replans=max_replans,
+            backoff_s=tuple(backoff_s),
+            plan_format=plan_format,
         )
 
     async def sized(self, tree: _PlanTree, ledger: TokenLedger) -> tuple[int, int]:
@@ -198,7 +212,13 @@ class ToTPlanner(Planner):
 
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         tree = _PlanTree(
-            task, tools, llm, beam_width=self.beam_width, branching=self.branching, depth=self.depth
+            task,
+            tools,
+            llm,
+            beam_width=self.beam_width,
+            branching=self.branching,
+            depth=self.depth,
+            plan_format=self.policy.plan_format,
         )
         beam, depth = self.beam_width, self.depth
         ledger = TokenLedger.of(llm, horizon=1, reserve_calls=int(self.policy.max_replans > 0))

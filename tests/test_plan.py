@@ -465,10 +465,10 @@ def test_episodes_of_every_planner_leave_the_plans_parse_plan_keeps_as_parsed() 
                 simulate(name, planner, env, task, skill=SKILLS["weak"], rules=rules, seed=2)
     kept = list(plan_module.PARSED.items())
     assert sum(isinstance(o, Plan) for _, o in kept) > 20
-    for (text, _truncated, tools, completed, max_chars, max_depth), outcome in kept:
+    for (text, _truncated, tools, completed, max_chars, max_depth, fmt), outcome in kept:
         try:
             fresh: Plan | tuple[str, str] = plan_module._parse_plan(
-                text, tools, completed, max_chars, max_depth
+                text, tools, completed, max_chars, max_depth, fmt
             )
         except PlanError as err:
             fresh = (err.reason, str(err))

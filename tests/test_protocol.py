@@ -56,6 +56,7 @@ PLANNER_KINDS = {
     "reflexion": {"act", "reflect"},
     "plan_execute": {"plan"},
     "plan_execute_replan": {"plan", "revise_plan"},
+    "plan_execute_rerun": {"plan"},
     "topo": {"plan", "revise_plan"},
     "tot": {"plan", "rate_plan", "revise_plan"},
     "bfs": {"propose_steps", "rate_candidates", "revise_plan"},

@@ -17,6 +17,8 @@ from planarena.experiments.run.runner import finish, run
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.llm.base import EpisodeLLM
 
+from tests.conftest import ALL_PLANNERS
+
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 REQUIRED = [
     "planner",
@@ -78,7 +80,7 @@ def test_cli_writes_records_and_prints_the_table(tmp_path: Path) -> None:
     stdout = cli(tmp_path, "n_tasks=2")
     assert "Completion rate" in stdout and "plan_execute_replan" in stdout
     rows = records(tmp_path)
-    assert len(rows) == 9 * 3 * 2  # every planner, three complexities, two tasks
+    assert len(rows) == len(ALL_PLANNERS) * 3 * 2  # every planner, three complexities, two tasks
     for r in rows:
         assert set(REQUIRED) <= set(r)
         assert r["failure_mode"] in MODES and r["failure_mode"] != "harness_error"

@@ -9,7 +9,7 @@ import pandas as pd
 from hydra import compose, initialize_config_dir
 from planarena.experiments.studies.scenarios import render, scenario_table
 
-from tests.conftest import CONFIGS
+from tests.conftest import ALL_PLANNERS, CONFIGS
 
 
 def _records() -> pd.DataFrame:
@@ -59,4 +59,4 @@ def test_the_experiment_config_covers_every_family_and_planner() -> None:
         cfg = compose("config", overrides=["experiment=scenarios"])
     assert cfg.study == "scenarios"
     assert {"pipeline", "web_nav", "code_gen", "research", "report"} <= set(cfg.env)
-    assert len(cfg.planner) == 9
+    assert len(cfg.planner) == len(ALL_PLANNERS)

@@ -282,7 +282,11 @@ class EpisodeLLM:
         out = await self.backend.generate(
             messages, role=role, model=model, request=request, **extra
         )
-        counted_completion = count_text(out.text)
+        # a reasoning model's hidden reasoning, modelled (``ModelProfile.reasoning_tokens``):
+        # completion tokens no text carries; a backend that counts its own tokens (a real
+        # API's usage) already includes them
+        reasoning = model.reasoning_tokens if out.completion_tokens is None else 0
+        counted_completion = count_text(out.text) + reasoning
         prompt = out.prompt_tokens if out.prompt_tokens is not None else counted_prompt
         completion = (
             out.completion_tokens if out.completion_tokens is not None else counted_completion
@@ -315,6 +319,8 @@ class EpisodeLLM:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
         }
+        if reasoning:
+            event["reasoning_tokens"] = reasoning  # part of completion_tokens
         if out.finish_reason is not None:
             event["finish_reason"] = out.finish_reason
         if out.cached:

@@ -25,8 +25,13 @@ class SkillProfile(BaseModel):
     w_stop: float = Field(1.0, ge=0)  # ... stops early (gives up after an error / finishes)
     w_dependency: float = Field(1.0, ge=0)  # ... in a plan: forgets a dependency
     w_unchecked: float = Field(1.0, ge=0)  # ... in a plan: omits a step's post-conditions
-    p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair
+    p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair (every
+    # answer but a plan asked as text: a Plan JSON, an Action Input, scores, steps)
     p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
+    p_malformed_text: float = Field(0.01, ge=0, le=1)  # a plan asked as text (plan_format
+    # text) comes out as one run-on paragraph, no numbered steps: no reader can use it
+    p_sloppy_text: float = Field(0.05, ge=0, le=1)  # a text plan half-follows its format
+    # (markdown, "Step n:" headers, label synonyms): read leniently, counted as repaired
     evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise (grows with
     # the prompt like the error rate)
     rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
@@ -74,6 +79,8 @@ class SkillProfile(BaseModel):
                 "p_trap": up(self.p_trap),
                 "p_malformed": up(self.p_malformed),
                 "p_sloppy_json": up(self.p_sloppy_json),
+                "p_malformed_text": up(self.p_malformed_text),
+                "p_sloppy_text": up(self.p_sloppy_text),
                 "evaluator_noise": self.evaluator_noise * factor,
                 "rollout_optimism": up(self.rollout_optimism),
                 "p_miss_signal": up(self.p_miss_signal),
@@ -91,6 +98,8 @@ SKILLS: dict[str, SkillProfile] = {
         p_trap=0.0,
         p_malformed=0.0,
         p_sloppy_json=0.0,
+        p_malformed_text=0.0,
+        p_sloppy_text=0.0,
         evaluator_noise=0.0,
         rollout_optimism=0.0,
         p_miss_signal=0.0,
@@ -108,6 +117,8 @@ SKILLS: dict[str, SkillProfile] = {
         p_trap=0.5,
         p_malformed=0.04,
         p_sloppy_json=0.15,
+        p_malformed_text=0.04,
+        p_sloppy_text=0.15,
         evaluator_noise=0.3,
         rollout_optimism=0.6,
         p_miss_signal=0.5,
@@ -116,7 +127,15 @@ SKILLS: dict[str, SkillProfile] = {
         check_coverage=0.3,
         reflection_gain=0.3,
     ),
+    # Decisions as strong's, JSON often broken, prose as strong's: p_malformed 0.17 is the
+    # share of JSON outputs that failed their format in StructuredRAG (Shorten et al., 2024:
+    # 82.55 % success on average over 24 experiments); p_sloppy_json 0.5 is a neutral middle.
+    "weak_json": SkillProfile(name="weak_json", p_malformed=0.17, p_sloppy_json=0.5),
 }
+# A reasoning model: every error probability half of strong's (the neutral middle between
+# strong and perfect; no measurement of these quantities exists). Its extra completion
+# tokens and time per call are the model profile's ``reasoning_tokens`` (llm=sim_reasoning).
+SKILLS["reasoning"] = SKILLS["strong"].scaled(0.5).model_copy(update={"name": "reasoning"})
 
 
 class ModelProfile(BaseModel):
@@ -132,6 +151,9 @@ class ModelProfile(BaseModel):
     usd_per_mtok_output: float = Field(10.0, ge=0)
     error_scale: float = Field(1.0, ge=0)  # simulated LLM only: this model's error
     # probabilities are the skill profile's times this (a cheaper model is a weaker one)
+    reasoning_tokens: int = Field(0, ge=0, strict=True)  # hidden reasoning a reasoning
+    # model generates before every answer: charged as completion tokens (time and price),
+    # never part of the answer's text
 
     def latency(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (

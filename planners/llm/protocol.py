@@ -43,13 +43,13 @@ class RequestKind(StrEnum):
         "plan",
         "A whole plan before anything ran: a first plan, a corrected one after a rejected "
         "plan, or an improved version of a candidate plan shown in the prompt. Answer: a Plan "
-        "JSON object.",
+        "JSON object, or numbered steps in prose when the context's plan_format is 'text'.",
     )
     REVISE_PLAN = (
         "revise_plan",
         "A replan after a step failed: the steps that still need to run, given the execution "
-        "log and the failed step. Answer: a Plan JSON object with only those steps (no steps: "
-        "the goal is out of reach).",
+        "log and the failed step. Answer: a Plan JSON object (or a text plan, by the "
+        "context's plan_format) with only those steps (no steps: the goal is out of reach).",
     )
     PROPOSE_ACTIONS = (
         "propose_actions",
@@ -128,7 +128,12 @@ class RequestContext:
     - ``failed_step``: the id of the step whose failure a ``revise_plan`` answers;
     - ``pending``: ids of the current plan's steps that have not run (``revise_plan``);
     - ``reflections``: critiques of earlier failures the prompt carries (a ``reflect``
-      request's answers, verbatim).
+      request's answers, verbatim);
+    - ``plan_format``: the format a ``plan`` or ``revise_plan`` request asks the plan in,
+      ``json`` (a Plan JSON object) or ``text`` (numbered steps in prose,
+      :mod:`planarena.planners.plan_prose`); the simulated LLM writes the plan in it, and its
+      malformed-output skill applies per format (``p_malformed`` / ``p_sloppy_json`` for JSON,
+      ``p_malformed_text`` / ``p_sloppy_text`` for text).
     """
 
     observations: Sequence[Observed] | None = None
@@ -138,6 +143,7 @@ class RequestContext:
     failed_step: str | None = None
     pending: Sequence[str] = ()
     reflections: Sequence[str] = ()
+    plan_format: str = "json"
 
 
 NEEDS: Mapping[str, tuple[str, ...]] = {

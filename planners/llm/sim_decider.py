@@ -32,6 +32,7 @@ from planarena.planners.llm.sim_belief import (
 )
 from planarena.planners.llm.sim_mind import SimMind
 from planarena.planners.llm.sim_reading import step_core
+from planarena.planners.plan_prose import render_plan_text, run_on_text
 
 _PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 _STEP_NUMBER = re.compile(r"step_(\d+)")
@@ -300,7 +301,8 @@ class Decider:
 
     def plan(self, context: RequestContext) -> str:
         """A Plan JSON for what remains after the execution log (a first plan, a replan, or a
-        revision of a candidate plan that keeps the steps the model still believes right)."""
+        revision of a candidate plan that keeps the steps the model still believes right);
+        the same steps as a text plan when the request asks for ``plan_format`` text."""
         obs, checked = self.sim.execution_log(context.observations or ())
         failed_id = context.failed_step
         flagged = frozenset(checked | ({failed_id} if failed_id else set()))
@@ -341,11 +343,23 @@ class Decider:
                 break
             steps.append(rendered)
         plan = {"goal": getattr(getattr(self.oracle, "task", None), "goal", ""), "steps": steps}
+        if context.plan_format == "text":
+            return self._write_text(plan["goal"], steps)
         text = _PLAN_JSON(plan)
         if self.rng.random() < self.skill.p_sloppy_json:
             head, _, tail = text.rpartition("]}")
             text = "```json\n" + head + ",]}" + tail + "\n```"
         return self._break(text)
+
+    def _write_text(self, goal: str, steps: list[dict[str, Any]]) -> str:
+        """The same plan as numbered steps in prose (the request's ``plan_format`` is text):
+        with ``p_sloppy_text`` half-following the format (repaired, counted), with
+        ``p_malformed_text`` one run-on paragraph no reader can split into steps. The two
+        draws come in the same order as the JSON form's."""
+        sloppy = self.rng.random() < self.skill.p_sloppy_text
+        if self.rng.random() < self.skill.p_malformed_text:
+            return run_on_text(goal, steps)
+        return render_plan_text(goal, steps, sloppy=sloppy)
 
     def _line_belief(self, state: str) -> Belief:
         """The belief about taking the attractive wrong line from here, as a whole."""
