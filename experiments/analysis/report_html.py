@@ -299,8 +299,11 @@ def _trace_key(doc: dict[str, Any]) -> tuple[str, str, str, int]:
     return (str(cell or ""), planner, task, int(doc.get("trial", 0)))
 
 
-def _trace_lines(path: Path) -> dict[tuple[str, str, str, int], str]:
-    """Each trace line's JSON text by its key: kept as text, embedded without re-encoding."""
+def _trace_lines(
+    path: Path, wanted: set[tuple[str, str, str, int]] | None = None
+) -> dict[tuple[str, str, str, int], str]:
+    """Each trace line's JSON text by its key (only those ``wanted``, when given): kept as
+    text, embedded without re-encoding."""
     lines: dict[tuple[str, str, str, int], str] = {}
     if not path.is_file():
         return lines
@@ -310,7 +313,9 @@ def _trace_lines(path: Path) -> dict[tuple[str, str, str, int], str]:
                 continue  # a torn last line: the run's records skip it too
             try:
                 doc = json.loads(raw)
-                lines[_trace_key(doc)] = raw.strip()
+                key = _trace_key(doc)
+                if wanted is None or key in wanted:
+                    lines[key] = raw.strip()
             except (ValueError, KeyError, TypeError):
                 continue
     return lines
@@ -339,23 +344,26 @@ def _varying(runs: list[RunFiles]) -> list[tuple[str, str]]:
     return cols + [(c, c) for c in VARYING_COLUMNS if len(seen[c]) > 1]
 
 
-def _listed(runs: list[RunFiles], limit: int) -> tuple[list[set[int]], int]:
-    """Per run, the positions of the records the table lists (every one up to ``limit``;
-    beyond it the failed episodes first, then the rest, in file order), and the total."""
-    failed: list[list[int]] = []
-    passed: list[list[int]] = []
+Listed = dict[int, tuple[str, str, str, int]]  # a record's position -> its trace key
+
+
+def _listed(runs: list[RunFiles], limit: int) -> tuple[list[Listed], int]:
+    """Per run, the records the table lists, by position (every one up to ``limit``; beyond
+    it the failed episodes first, then the rest, in file order), and the total."""
+    failed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
+    passed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
     for run in runs:
         f, p = [], []
         for i, rec in enumerate(iter_jsonl(run.episodes)):
-            (p if rec.get("success") else f).append(i)
+            (p if rec.get("success") else f).append((i, _trace_key(rec)))
         failed.append(f)
         passed.append(p)
     total = sum(len(f) + len(p) for f, p in zip(failed, passed, strict=True))
     room = limit
-    chosen: list[set[int]] = [set() for _ in runs]
+    chosen: list[Listed] = [{} for _ in runs]
     for pool in (failed, passed):
-        for k, positions in enumerate(pool):
-            take = positions[: max(room, 0)]
+        for k, entries in enumerate(pool):
+            take = entries[: max(room, 0)]
             chosen[k].update(take)
             room -= len(take)
     return chosen, total
@@ -369,7 +377,7 @@ def read_episodes(runs: list[RunFiles], limit: int = MAX_LISTED) -> Episodes:
     pending: list[str] = []
     size = 0
     for k, run in enumerate(runs):
-        traces = _trace_lines(run.traces)
+        traces = _trace_lines(run.traces, set(listed[k].values()))
         for i, rec in enumerate(iter_jsonl(run.episodes)):
             if i not in listed[k]:
                 continue
