@@ -118,6 +118,12 @@ CHECK_COLUMNS: tuple[str, ...] = (
 and a table that reads them says so."""
 
 
+NOTE_COLUMNS: tuple[str, ...] = ("auto_choice", "auto_reason")
+"""Keys only ``planner=auto``'s records carry (``records.schema.NOTE_KEYS``): left out of
+:data:`EPISODE_COLUMNS` (the tables' frame needs every chunk of records to share its
+columns); ``experiment=decision_map`` reads them from the records themselves."""
+
+
 EPISODE_COLUMNS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (

@@ -51,5 +51,11 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     return df if bool(keep.all()) else df[keep].reset_index(drop=True)
 
 
+NOTE_KEYS = ("auto_choice", "auto_reason")
+"""Keys a planner adds to its own records through the trace (``records.planner_notes``):
+``planner=auto``'s strategy and the features and map entry it chose by. Absent from the
+records of every other planner, so a reader tests for the column first."""
+
+
 class RecordsError(ValueError):
     """A records file that cannot be read or trusted; the message names the file and line."""

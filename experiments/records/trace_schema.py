@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-TRACE_SCHEMA_VERSION = 1
+TRACE_SCHEMA_VERSION = 2
 """Version of the trace-line layout these models describe."""
 
 
@@ -208,6 +208,15 @@ class HallucinatedTool(_Strict):
     tool: str
 
 
+class AutoChoice(_Strict):
+    """``planner=auto`` chose the strategy it runs (the record's ``auto_choice`` and
+    ``auto_reason``), before its first action."""
+
+    event: Literal["auto_choice"]
+    choice: str
+    reason: str
+
+
 # --------------------------------------------------------------------------- episode ends
 
 
@@ -248,6 +257,7 @@ Event = Annotated[
     | LineRejected
     | ParseError
     | HallucinatedTool
+    | AutoChoice
     | BudgetExhausted
     | InfrastructureErrorEvent
     | HarnessError,
@@ -272,6 +282,7 @@ EVENT_MODELS: dict[str, type[BaseModel]] = {
         LineRejected,
         ParseError,
         HallucinatedTool,
+        AutoChoice,
         BudgetExhausted,
         InfrastructureErrorEvent,
         HarnessError,

@@ -22,6 +22,7 @@ from planarena.envs.faults import FaultRule
 from planarena.envs.rng import derive_seed
 from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
 from planarena.experiments.records.checks import with_check_counts
+from planarena.experiments.records.planner_notes import with_planner_notes
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
 from planarena.experiments.run.llm_factory import model_profiles
 from planarena.planners.base import Planner, PlannerResult, TaskView
@@ -384,6 +385,7 @@ async def run_episode(
     end = await _play(ctx, job, task, episode_tools, llm, sim_clock, trace)
     record = _record(ctx, job, task, end, llm.usage, episode_tools, exposure, sim_clock.now, wall0)
     record = with_check_counts(record, trace, episode_tools.calls, lambda: env.oracle(task))
+    record = with_planner_notes(record, trace)  # planner=auto: auto_choice, auto_reason
     return record, _trace_doc(ctx, job, task, end, trace, episode_tools.calls)
 
 

@@ -1,0 +1,693 @@
+"""Which strategy wins where: ``planarena experiment=decision_map``.
+
+Every planner runs the same tasks (every family, every complexity) in every cell of a grid
+over the conditions the first source article's rules of thumb name:
+
+- **task length**: the tasks' own lengths, the number of tool calls of a task's shortest
+  correct solution (the oracle's gold plan, read by this analysis only), binned ``<=3``,
+  ``4-5``, ``6-8``, ``9-12``, ``13+``. Complexity is what makes length vary (a cell may not
+  change the tasks), and the families spread it: 2 to 21 steps;
+- **fault rate** (``faults.rate_scale``) crossed with **model skill** (``llm.skill``: strong,
+  weak, and weak_json / reasoning when the simulator has them): the main grid;
+- **the generator-verifier correlation** (``llm.skill_overrides.judge_correlation``) and
+  **the token budget** (``budget.max_tokens_per_episode``), one at a time at strong skill and
+  the default fault rate;
+- **the plan format** (``planner.<name>.plan_format=text`` for every planner that has the
+  knob), at the skills ``format_skills`` names.
+
+A level the run cannot have (a skill profile, a planner knob or a config file that does not
+exist yet) is left out of the grid and named in ``decision_map.md``.
+
+Per point (a cell and a length bin, or a cell and a family): the best planner by completion, by
+cost per completed task and by P99 latency (among the planners not separably behind on
+completion), each with the paired interval of its difference from the runner-up over the same
+tasks, and whether it is separable. Completion: the exact conditional (McNemar) interval of
+:mod:`.sensitivity_stats`; cost and P99: a paired task bootstrap. The article's rules are
+judged in :mod:`.decision_map_verdicts`; the map ``planner=auto`` reads is written as
+``decision_map.json`` (:func:`auto_map`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from planarena.configs import CONFIG_DIR
+from planarena.experiments.analysis.stats import (
+    boot_rng,
+    percentile,
+    percentile_interval,
+    task_weights,
+    weighted_percentile_rows,
+)
+from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sensitivity_stats import net_win_interval, sign_of
+
+SPEC_KEYS = (
+    "skills",
+    "fault_rates",
+    "judge_correlation",
+    "budgets",
+    "plan_format",
+    "format_skills",
+    "steps_bins",
+    "meta_planners",
+    "alpha",
+    "n_boot",
+)
+REFERENCE_SKILL = "strong"
+"""The skill of the one-at-a-time cells (correlation, budget) and of the reference cell."""
+REFERENCE_RATE = 1.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``decision_map:`` in the config, checked, with the levels this run can have."""
+
+    skills: list[str]
+    fault_rates: list[float]
+    correlations: list[float]
+    budgets: list[int]
+    plan_format: str | None
+    format_skills: list[str]
+    steps_edges: list[int]
+    meta: list[str]
+    alpha: float
+    n_boot: int
+    format_planners: list[str] = field(default_factory=list)
+    skill_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def of(config: Mapping[str, Any]) -> Settings:
+        """Read and check ``config['decision_map']``; a ValueError names the bad key."""
+        spec = config.get("decision_map") or {}
+        unknown = sorted(set(spec) - set(SPEC_KEYS))
+        if unknown:
+            raise ValueError(f"decision_map.{unknown[0]}: unknown; known: {', '.join(SPEC_KEYS)}")
+        if (config.get("llm") or {}).get("backend", "sim") != "sim":
+            raise ValueError("decision_map varies the simulated LLM's skill: use llm=sim")
+        left_out: dict[str, str] = {}
+        skills, overrides = [], {}
+        for name in _names(spec.get("skills", [REFERENCE_SKILL]), "decision_map.skills"):
+            found = skill_overrides_for(name)
+            if found is None:
+                left_out[f"skill {name}"] = "no such skill profile in this simulator (yet)"
+            else:
+                skills.append(name)
+                overrides[name] = found
+        if REFERENCE_SKILL not in skills:
+            raise ValueError(f"decision_map.skills: must include {REFERENCE_SKILL}")
+        rates = [_number(x, "decision_map.fault_rates") for x in spec.get("fault_rates") or [1.0]]
+        if REFERENCE_RATE not in rates:
+            raise ValueError(f"decision_map.fault_rates: must include {REFERENCE_RATE:g}")
+        corr = [
+            _share(x, "decision_map.judge_correlation") for x in spec.get("judge_correlation") or []
+        ]
+        budgets = [_whole(x, "decision_map.budgets") for x in spec.get("budgets") or []]
+        planners = list(config.get("planner") or {})
+        fmt = spec.get("plan_format")
+        fmt_planners = [
+            p
+            for p in planners
+            if isinstance(config["planner"][p], Mapping) and "plan_format" in config["planner"][p]
+        ]
+        fmt_skills = [
+            s for s in _names(spec.get("format_skills") or [], "decision_map.format_skills")
+        ]
+        if fmt and not fmt_planners:
+            left_out[f"plan_format={fmt}"] = "no planner of this run has a plan_format setting"
+        for s in [s for s in fmt_skills if s not in skills]:
+            left_out[f"plan_format={fmt} at skill {s}"] = f"skill {s} is left out"
+        edges = [
+            _whole(x, "decision_map.steps_bins") for x in spec.get("steps_bins") or [3, 5, 8, 12]
+        ]
+        if edges != sorted(set(edges)):
+            raise ValueError("decision_map.steps_bins: upper edges, increasing")
+        meta = [str(m) for m in spec.get("meta_planners") or ["auto"]]
+        return Settings(
+            skills=skills,
+            fault_rates=rates,
+            correlations=corr,
+            budgets=budgets,
+            plan_format=str(fmt) if fmt and fmt_planners else None,
+            format_skills=[s for s in fmt_skills if s in skills],
+            steps_edges=edges,
+            meta=meta,
+            alpha=float(spec.get("alpha", 0.05)),
+            n_boot=_whole(spec.get("n_boot", 1000), "decision_map.n_boot"),
+            format_planners=fmt_planners,
+            skill_overrides=overrides,
+            left_out=left_out,
+        )
+
+    def bins(self) -> list[str]:
+        """The length bins' labels: ``<=3``, ``4-5``, ..., ``13+``."""
+        out, low = [], 1
+        for i, edge in enumerate(self.steps_edges):
+            out.append(f"<={edge}" if i == 0 else (f"{low}-{edge}" if low < edge else f"{edge}"))
+            low = edge + 1
+        return [*out, f"{low}+"]
+
+    def bin_of(self, steps: int) -> str:
+        labels = self.bins()
+        for edge, label in zip(self.steps_edges, labels, strict=False):
+            if steps <= edge:
+                return label
+        return labels[-1]
+
+
+def _names(values: Any, key: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise ValueError(f"{key}: a list of names")
+    return [str(v) for v in values]
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{key}: {value!r} is not a number >= 0")
+    return float(value)
+
+
+def _share(value: Any, key: str) -> float:
+    x = _number(value, key)
+    if x > 1:
+        raise ValueError(f"{key}: {value!r} is not between 0 and 1")
+    return x
+
+
+def _whole(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key}: {value!r} is not a positive whole number")
+    return value
+
+
+def skill_overrides_for(name: str) -> dict[str, Any] | None:
+    """The cell overrides that select skill ``name``: ``llm.skill`` and, where a preset
+    ``configs/llm/sim_<name>.yaml`` exists (``llm=sim_reasoning``), its other settings (model
+    profiles: a reasoning model's tokens and latency). None when the simulator has no such
+    profile."""
+    from planarena.planners.llm.profiles import SKILLS
+
+    if name not in SKILLS:
+        return None
+    out: dict[str, Any] = {"llm.skill": name}
+    preset = CONFIG_DIR / "llm" / f"sim_{name}.yaml"
+    if preset.is_file():
+        from omegaconf import OmegaConf
+
+        raw = OmegaConf.to_container(OmegaConf.load(preset), resolve=False)
+        assert isinstance(raw, dict)
+        for key, value in raw.items():
+            if key not in ("defaults", "skill_overrides") and not str(key).startswith("_"):
+                out[f"llm.{key}"] = value
+        out["llm.skill"] = name
+    return out
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def cells_of(config: Mapping[str, Any]) -> list[Cell]:
+    """The reference cell (strong, default fault rate) first, then the rest of the skill x
+    fault-rate grid, the correlation cells, the budget cells and the plan-format cells."""
+    s = Settings.of(config)
+    planners = list(config.get("planner") or {})
+    auto = "auto" in planners
+
+    def cell(label: str, kind: str, skill: str, rate: float, **extra: Any) -> Cell:
+        columns = {
+            "dm_kind": kind,
+            "skill": skill,
+            "fault_rate_scale": rate,
+            "judge_correlation": extra.get("corr"),
+            "token_budget": extra.get("budget", 0),
+            "plan_format": extra.get("fmt", "json"),
+        }
+        overrides: dict[str, Any] = {**s.skill_overrides[skill], "faults.rate_scale": rate}
+        if auto:
+            overrides["planner.auto.model_profile"] = skill
+        if extra.get("corr") is not None:
+            overrides["llm.skill_overrides.judge_correlation"] = extra["corr"]
+        if extra.get("budget"):
+            overrides["budget.max_tokens_per_episode"] = extra["budget"]
+        if extra.get("fmt"):
+            for p in s.format_planners:
+                overrides[f"planner.{p}.plan_format"] = extra["fmt"]
+        return Cell(label, columns, overrides)
+
+    grid = [(k, r) for k in s.skills for r in s.fault_rates]
+    grid.sort(key=lambda kr: kr != (REFERENCE_SKILL, REFERENCE_RATE))
+    out = [cell(f"skill={k} faults={r:g}", "grid", k, r) for k, r in grid]
+    out += [
+        cell(f"corr={c:g}", "corr", REFERENCE_SKILL, REFERENCE_RATE, corr=c) for c in s.correlations
+    ]
+    out += [
+        cell(f"budget={b}", "budget", REFERENCE_SKILL, REFERENCE_RATE, budget=b) for b in s.budgets
+    ]
+    if s.plan_format:
+        out += [
+            cell(
+                f"format={s.plan_format} skill={k}", "format", k, REFERENCE_RATE, fmt=s.plan_format
+            )
+            for k in s.format_skills
+        ]
+    return out
+
+
+# --------------------------------------------------------------------------- the tasks
+
+
+def task_table(config: Mapping[str, Any]) -> pd.DataFrame:
+    """Per task of the run (env, task_id): its length (the oracle's gold plan from the start:
+    this analysis reads it, no planner does) and the features ``planner=auto`` sees (goal
+    entities, declared dependencies, tools)."""
+    from hydra.utils import instantiate
+    from planarena.experiments.run.prepare import FAMILY_DIGEST
+    from planarena.planners.auto import goal_deps, goal_items
+
+    seed = int(config.get("seed", 0))
+    n = int(config.get("n_tasks", 0))
+    complexities = config.get("complexity") or []
+    complexities = [complexities] if isinstance(complexities, str) else list(complexities)
+    unreachable = float((config.get("faults") or {}).get("unreachable_rate", 0.0))
+    rows = []
+    for name, spec in (config.get("env") or {}).items():
+        spec = {k: v for k, v in dict(spec).items() if k != FAMILY_DIGEST}
+        env = instantiate(spec)
+        for cx in complexities:
+            for task in env.generate(n, seed=seed, complexity=cx, unreachable_rate=unreachable):
+                tools = env.make_tools(task, rules=[], seed_keys=(seed,)).toolbox.names()
+                rows.append(
+                    {
+                        "env": task.env,
+                        "task_id": task.task_id,
+                        "steps": len(env.oracle(task).remaining([])),
+                        "items": goal_items(task.goal, tools),
+                        "deps": goal_deps(task.goal),
+                        "tools": len(tools),
+                        "config_env": name,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- points
+
+
+def per_task(part: pd.DataFrame, planners: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Per planner, per task (``env/task_id``, sorted): success rate, cost and latency
+    (means over trials), on the tasks every listed planner ran."""
+    agg = part.groupby(["planner", "task"], sort=True, observed=True).agg(
+        success=("success", "mean"), cost=("cost_usd", "mean"), latency=("latency_s", "mean")
+    )
+    out = {}
+    common: pd.Index | None = None
+    for p in planners:
+        if p in agg.index.get_level_values("planner"):
+            out[p] = agg.xs(p, level="planner")
+            common = out[p].index if common is None else common.intersection(out[p].index)
+    return {p: t.loc[common] for p, t in out.items()} if common is not None else {}
+
+
+def _ratio(cost: np.ndarray, success: np.ndarray) -> float:
+    done = float(success.sum())
+    return float(cost.sum()) / done if done > 0 else math.inf
+
+
+def paired_boot(
+    a: pd.DataFrame, b: pd.DataFrame, metric: str, seed: int, n_boot: int, confidence: float
+) -> tuple[float, float]:
+    """Paired task-bootstrap interval of ``metric(a) - metric(b)`` (the same resampled tasks
+    for both): ``cost`` per completed task, or ``p99`` latency. A resample where either has
+    no completion has an infinite cost difference: with more than the interval's tail of
+    them the interval is unbounded (not separable)."""
+    n = len(a)
+    rng = np.random.default_rng(seed)
+    parts = []
+    if metric == "cost":
+        ca, sa = a["cost"].to_numpy(float), a["success"].to_numpy(float)
+        cb, sb = b["cost"].to_numpy(float), b["success"].to_numpy(float)
+        for w in task_weights(rng, n, n_boot):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = (w @ ca) / (w @ sa) - (w @ cb) / (w @ sb)
+            parts.append(np.where(np.isfinite(d), d, np.nan))
+    else:
+        la, lb = a["latency"].to_numpy(float), b["latency"].to_numpy(float)
+        oa, ob = np.argsort(la, kind="stable"), np.argsort(lb, kind="stable")
+        for w in task_weights(rng, n, n_boot, per_row=3 * n):
+            parts.append(
+                weighted_percentile_rows(la[oa], w[:, oa], 99)
+                - weighted_percentile_rows(lb[ob], w[:, ob], 99)
+            )
+    stats = np.concatenate(parts)
+    if np.isnan(stats).mean() > (1.0 - confidence) / 2.0:
+        return (-math.inf, math.inf)
+    return percentile_interval(stats, confidence)
+
+
+def rank_point(
+    tasks: Mapping[str, pd.DataFrame], seed: int, n_boot: int, confidence: float, key: Sequence[Any]
+) -> dict[str, Any]:
+    """The best planner of one point by completion, by cost per completed task and by P99
+    latency, each against its runner-up with the paired interval of the difference."""
+    names = list(tasks)
+    if len(names) < 2 or not len(next(iter(tasks.values()))):
+        return {}
+    n = len(next(iter(tasks.values())))
+    rate = {p: float(t["success"].mean()) for p, t in tasks.items()}
+    cost = {
+        p: _ratio(t["cost"].to_numpy(float), t["success"].to_numpy(float)) for p, t in tasks.items()
+    }
+    order = sorted(names, key=lambda p: (-rate[p], cost[p], p))
+    out: dict[str, Any] = {"n_tasks": n}
+    best, second = order[0], order[1]
+    d = tasks[best]["success"].to_numpy(float) - tasks[second]["success"].to_numpy(float)
+    low, high = net_win_interval(int((d > 0).sum()), int((d < 0).sum()), n, confidence)
+    behind = []
+    for p in order[1:]:
+        dp = tasks[best]["success"].to_numpy(float) - tasks[p]["success"].to_numpy(float)
+        lo_p, _ = net_win_interval(int((dp > 0).sum()), int((dp < 0).sum()), n, confidence)
+        if lo_p <= 0:
+            behind.append(p)  # not separably behind the leader
+    out.update(
+        completion_best=best,
+        completion=rate[best],
+        completion_second=second,
+        completion_second_rate=rate[second],
+        completion_diff=rate[best] - rate[second],
+        completion_low=low,
+        completion_high=high,
+        completion_separable=sign_of(low, high) != 0,
+        completion_ties=" ".join(behind),
+    )
+    by_cost = sorted([p for p in names if math.isfinite(cost[p])], key=lambda p: (cost[p], p))
+    if len(by_cost) >= 2:
+        a, b = by_cost[0], by_cost[1]
+        lo, hi = paired_boot(
+            tasks[a], tasks[b], "cost", boot_rng(seed, "cost", *key), n_boot, confidence
+        )
+        out.update(
+            cost_best=a,
+            cost=cost[a],
+            cost_second=b,
+            cost_second_value=cost[b],
+            cost_diff=cost[a] - cost[b],
+            cost_low=lo,
+            cost_high=hi,
+            cost_separable=sign_of(lo, hi) != 0,
+        )
+    contenders = [best, *behind]
+    p99 = {p: percentile(tasks[p]["latency"].to_numpy(float), 99) for p in contenders}
+    by_p99 = sorted(contenders, key=lambda p: (p99[p], p))
+    out.update(p99_best=by_p99[0], p99=p99[by_p99[0]])
+    if len(by_p99) >= 2:
+        a, b = by_p99[0], by_p99[1]
+        lo, hi = paired_boot(
+            tasks[a], tasks[b], "p99", boot_rng(seed, "p99", *key), n_boot, confidence
+        )
+        out.update(
+            p99_second=b,
+            p99_second_value=p99[b],
+            p99_diff=p99[a] - p99[b],
+            p99_low=lo,
+            p99_high=hi,
+            p99_separable=sign_of(lo, hi) != 0,
+        )
+    return out
+
+
+def with_tasks(records: pd.DataFrame, tasks: pd.DataFrame, s: Settings) -> pd.DataFrame:
+    """The records with each task's length, its bin and auto's features."""
+    out = records.merge(tasks, on=["env", "task_id"], how="left", validate="many_to_one")
+    if out["steps"].isna().any():
+        missing = out.loc[out["steps"].isna(), "task_id"].iloc[0]
+        raise ValueError(f"task {missing}: not among the tasks this config makes")
+    out["steps"] = out["steps"].astype(int)
+    out["steps_bin"] = [s.bin_of(int(x)) for x in out["steps"]]
+    out["task"] = out["env"].astype(str) + "/" + out["task_id"].astype(str)
+    out["success"] = out["success"].astype(bool).astype(float)
+    return out
+
+
+def point_table(
+    data: pd.DataFrame, planners: Sequence[str], by: Sequence[str], s: Settings, seed: int
+) -> pd.DataFrame:
+    """One row per cell x ``by`` (the length bin, or env x complexity): :func:`rank_point`."""
+    rows = []
+    for key, part in data.groupby(["cell", *by], sort=False, observed=True):
+        values = key if isinstance(key, tuple) else (key,)
+        first = part.iloc[0]
+        head = {
+            "cell": values[0],
+            **dict(zip(by, values[1:], strict=True)),
+            **{c: first[c] for c in ("dm_kind", "skill", "fault_rate_scale", "token_budget")},
+        }
+        ranked = rank_point(per_task(part, planners), seed, s.n_boot, 1.0 - s.alpha, values)
+        if ranked:
+            rows.append({**head, **ranked})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the map
+
+
+CHOICE_MARGIN = 0.05
+"""How far below the completion leader (point estimate) a cheaper strategy may be chosen."""
+
+
+def choose_group(
+    tasks: Mapping[str, pd.DataFrame], confidence: float
+) -> tuple[str, str, dict[str, Any]] | None:
+    """The strategy for a group of tasks: among the planners not separably behind the
+    completion leader (paired exact interval over tasks) and within :data:`CHOICE_MARGIN` of
+    its completion, the cheapest per completed task."""
+    rank = rank_point(tasks, 0, 1, confidence, ("choose",)) if len(tasks) >= 2 else {}
+    if not rank:
+        return None
+    leader = rank["completion_best"]
+    close = [
+        p
+        for p in rank["completion_ties"].split()
+        if p and float(tasks[p]["success"].mean()) >= rank["completion"] - CHOICE_MARGIN
+    ]
+    pool = [leader, *close]
+    cost = {
+        p: _ratio(tasks[p]["cost"].to_numpy(float), tasks[p]["success"].to_numpy(float))
+        for p in pool
+    }
+    choice = min(pool, key=lambda p: (cost[p], p))
+    rate = float(tasks[choice]["success"].mean())
+    tied = [p for p in pool if p != leader]
+    why = (
+        f"{choice}: completion {rate:.0%} (leader {leader} {rank['completion']:.0%}; "
+        f"{'close and not separable: ' + ', '.join(tied) if tied else 'no close rival'})"
+        f", ${cost[choice]:.4f} per completed task, the cheapest of those; "
+        f"{rank['n_tasks']} tasks"
+    )
+    return choice, why, {"completion": rate, "cost_per_completed": cost[choice], "leader": leader}
+
+
+def auto_map(
+    data: pd.DataFrame, planners: Sequence[str], s: Settings, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``decision_map.json``: per model skill (the grid's cells, fault rates pooled: auto
+    cannot see the fault rate) and per budget (its cells, at strong skill), entries from the
+    most specific (tools, entity bucket, declared dependencies) to the whole skill."""
+    from planarena.planners.auto import MAP_FORMAT, items_bin
+
+    confidence = 1.0 - s.alpha
+    data = data.assign(items_bin=[items_bin(int(x)) for x in data["items"]])
+    entries: list[dict[str, Any]] = []
+
+    def add(part: pd.DataFrame, head: dict[str, Any], keys: list[str]) -> None:
+        groups = part.groupby(keys, sort=True, observed=True) if keys else [((), part)]
+        for key, sub in groups:
+            values = key if isinstance(key, tuple) else (key,)
+            # a task in several cells is one unit per cell: paired units of (task, cell)
+            sub = sub.assign(task=sub["task"] + "@" + sub["cell"].astype(str))
+            picked = choose_group(per_task(sub, planners), confidence)
+            if picked is None or (keys and sub["task"].nunique() < 10):
+                continue
+            choice, why, numbers = picked
+            spec = dict(zip(keys, values, strict=True))
+            entries.append(
+                {
+                    **head,
+                    "tools": int(spec["tools"]) if "tools" in spec else None,
+                    "items": spec.get("items_bin"),
+                    "deps": bool(spec["deps"]) if "deps" in spec else None,
+                    "choice": choice,
+                    "why": why,
+                    **{k: round(v, 6) if isinstance(v, float) else v for k, v in numbers.items()},
+                }
+            )
+
+    grid = data[data["dm_kind"] == "grid"]
+    for skill, part in grid.groupby("skill", sort=False, observed=True):
+        head = {"model": str(skill), "budget": None}
+        for keys in (["tools", "items_bin", "deps"], ["items_bin", "deps"], []):
+            add(part, head, keys)
+    budget = data[data["dm_kind"] == "budget"]
+    for b, part in budget.groupby("token_budget", sort=True, observed=True):
+        head = {"model": None, "budget": int(b)}
+        for keys in (["tools", "items_bin", "deps"], ["items_bin", "deps"], []):
+            add(part, head, keys)
+    overall = choose_group(
+        per_task(
+            grid[grid["skill"] == REFERENCE_SKILL].assign(
+                task=lambda d: d["task"] + "@" + d["cell"].astype(str)
+            ),
+            planners,
+        ),
+        confidence,
+    )
+    from planarena.experiments.records.provenance import code_version, describe
+
+    return {
+        "format": MAP_FORMAT,
+        "version": f"seed {config.get('seed', 0)}, {describe(code_version())}",
+        "assumptions": {
+            "study": "planarena experiment=decision_map",
+            "seed": config.get("seed", 0),
+            "n_tasks": config.get("n_tasks"),
+            "envs": list(config.get("env") or {}),
+            "complexity": config.get("complexity"),
+            "faults": (config.get("faults") or {}).get("name"),
+            "fault_rates_pooled": s.fault_rates,
+            "skills": s.skills,
+            "budgets": s.budgets,
+            "planners": list(planners),
+            "llm_models": (config.get("llm") or {}).get("models"),
+            "rule": "per group: among the planners not separably behind the completion leader "
+            f"(paired exact interval over tasks x cells, {confidence:.0%}) and within "
+            f"{CHOICE_MARGIN:.0%} of its completion, the cheapest per completed task; budget "
+            "entries were measured at strong skill; fault rates pooled",
+            "left_out": s.left_out,
+        },
+        "budget_levels": sorted(s.budgets),
+        "default_model": REFERENCE_SKILL,
+        "fallback": overall[0] if overall else "plan_execute_replan",
+        "entries": entries,
+    }
+
+
+# --------------------------------------------------------------------------- the study
+
+
+@study("decision_map")
+class DecisionMap(Study):
+    """Every planner on every family in a grid of task length x fault rate x model skill
+    (plus correlation, budget and plan-format cells): the winners, the article's verdicts,
+    and the map ``planner=auto`` reads."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        return cells_of(config)
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        """Write decision_map.md / .csv (the verdicts), decision_map_points.csv (per cell and
+        length bin), decision_map_families.csv (per cell, env and complexity),
+        decision_map.json (auto's map) and figures/decision_map_*.{pdf,png}."""
+        import json
+
+        from planarena.experiments.analysis.figures.decision_map import write_decision_figures
+        from planarena.experiments.studies.decision_map_verdicts import markdown, verdicts
+
+        s = Settings.of(config)
+        all_planners = list(config.get("planner") or {})
+        planners = [p for p in all_planners if p not in s.meta]
+        data = with_tasks(records, task_table(config), s)
+        fixed = data[data["planner"].isin(planners)]
+        ranked = fixed[fixed["dm_kind"] != "format"]
+        points = point_table(ranked, planners, ["steps_bin"], s, seed)
+        families = point_table(ranked, planners, ["env", "complexity"], s, seed)
+        table = verdicts(data, planners, s, seed)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        points.to_csv(out_dir / "decision_map_points.csv", index=False)
+        families.to_csv(out_dir / "decision_map_families.csv", index=False)
+        table.to_csv(out_dir / "decision_map.csv", index=False)
+        amap = auto_map(ranked, planners, s, config)
+        (out_dir / "decision_map.json").write_text(
+            json.dumps(amap, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8"
+        )
+        auto = auto_comparison(data, planners, s, seed) if "auto" in all_planners else None
+        if auto is not None:
+            auto.to_csv(out_dir / "decision_map_auto.csv", index=False)
+        text = markdown(table, points, s, config, data, auto)
+        (out_dir / "decision_map.md").write_text(text, encoding="utf-8")
+        write_decision_figures(points, s.skills, s.fault_rates, s.bins(), out_dir / "figures")
+        counts = table["verdict"].str.split().str[0].value_counts()
+        return (
+            f"Decision map: {data['cell'].nunique()} cells, {len(points)} points; verdicts: "
+            + ", ".join(f"{n} {v}" for v, n in counts.items())
+            + f" — {out_dir / 'decision_map.md'}"
+        )
+
+
+def auto_comparison(
+    data: pd.DataFrame, planners: Sequence[str], s: Settings, seed: int
+) -> pd.DataFrame:
+    """``auto`` against every fixed planner on the reference cell (strong skill, default fault
+    rate), paired over tasks: completion (exact interval) and cost per completed task
+    (paired bootstrap)."""
+    ref = data[(data["dm_kind"] == "grid") & (data["skill"] == REFERENCE_SKILL)]
+    ref = ref[ref["fault_rate_scale"] == REFERENCE_RATE]
+    return compare_with(ref, "auto", planners, s.alpha, s.n_boot, seed)
+
+
+def compare_with(
+    data: pd.DataFrame, subject: str, planners: Sequence[str], alpha: float, n_boot: int, seed: int
+) -> pd.DataFrame:
+    """``subject`` against each of ``planners`` on the same tasks of ``data`` (records with a
+    ``task`` column): completion difference with its exact paired interval, cost per completed
+    task difference with a paired bootstrap interval, each with ``better``/``equal``/``worse``."""
+    if "task" not in data.columns:
+        data = data.assign(task=data["env"].astype(str) + "/" + data["task_id"].astype(str))
+    data = data.assign(success=data["success"].astype(bool).astype(float))
+    rows = []
+    confidence = 1.0 - alpha
+    for other in planners:
+        if other == subject:
+            continue
+        tasks = per_task(data, [subject, other])
+        if len(tasks) < 2 or not len(tasks[subject]):
+            continue
+        a, b = tasks[subject], tasks[other]
+        n = len(a)
+        d = a["success"].to_numpy(float) - b["success"].to_numpy(float)
+        low, high = net_win_interval(int((d > 0).sum()), int((d < 0).sum()), n, confidence)
+        ca = _ratio(a["cost"].to_numpy(float), a["success"].to_numpy(float))
+        cb = _ratio(b["cost"].to_numpy(float), b["success"].to_numpy(float))
+        c_lo, c_hi = paired_boot(a, b, "cost", boot_rng(seed, "auto", other), n_boot, confidence)
+        rows.append(
+            {
+                "planner": other,
+                "n_tasks": n,
+                "completion_auto": float(a["success"].mean()),
+                "completion_other": float(b["success"].mean()),
+                "completion_diff": float(d.mean()),
+                "completion_low": low,
+                "completion_high": high,
+                "completion": _word(sign_of(low, high), larger_better=True),
+                "cost_auto": ca,
+                "cost_other": cb,
+                "cost_diff": ca - cb,
+                "cost_low": c_lo,
+                "cost_high": c_hi,
+                "cost": _word(sign_of(c_lo, c_hi), larger_better=False),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _word(sign: int, *, larger_better: bool) -> str:
+    if sign == 0:
+        return "equal"
+    return "better" if (sign > 0) == larger_better else "worse"
