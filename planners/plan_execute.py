@@ -73,8 +73,11 @@ class PlanExecuteRerunPlanner(PlanExecutePlanner):
     the failure was the world's (a transient fault), not the plan's. With ``fresh_plan`` a
     rerun asks for a whole new plan first, the same request as the first one (the simulated
     model answers it with a fresh sample of the same beliefs). A first plan that is rejected
-    is rerun only with ``fresh_plan`` (there is no plan to run again). Every rerun is a
-    ``rerun`` trace event; the budgets bind the reruns like any call."""
+    is rerun only with ``fresh_plan`` (there is no plan to run again). Rerun ``k`` starts after
+    ``backoff_s[k - 1]`` seconds (the last value repeats; the seed's retry schedule by
+    default, so a rerun is not charged a rate limit a retry would have waited out; ``[0]``
+    reruns at once). Every rerun is a ``rerun`` trace event; the budgets bind the reruns like
+    any call."""
 
     name = "plan_execute_rerun"
 
@@ -84,11 +87,13 @@ class PlanExecuteRerunPlanner(PlanExecutePlanner):
         parallel: bool = False,
         max_reruns: Times = 2,
         fresh_plan: bool = False,
+        backoff_s: Backoff = (0.5, 1.0, 2.0),
         plan_format: PlanFormat = "json",
     ) -> None:
         super().__init__(parallel=parallel, plan_format=plan_format)
         self.max_reruns = max_reruns
         self.fresh_plan = fresh_plan
+        self.backoff_s = tuple(backoff_s) or (0.0,)
 
     async def run(self, task: TaskView, tools: Toolbox, llm: EpisodeLLM) -> PlannerResult:
         stats = PlannerStats()
@@ -100,6 +105,7 @@ class PlanExecuteRerunPlanner(PlanExecutePlanner):
             if isinstance(plan, PlannerResult) and not self.fresh_plan:
                 break  # the first plan was rejected: nothing to run again
             reruns += 1
+            wait = self.backoff_s[min(reruns, len(self.backoff_s)) - 1]
             llm.trace.append(
                 {
                     "event": "rerun",
@@ -107,9 +113,11 @@ class PlanExecuteRerunPlanner(PlanExecutePlanner):
                     "after": result.stop,
                     "detail": result.detail,
                     "fresh_plan": self.fresh_plan,
+                    "wait_s": wait,
                     "t": clock.now(),
                 }
             )
+            await clock.sleep(wait)
             executor = PlanExecutor(self.policy, tools, llm, task.goal, stats)  # from scratch
             if self.fresh_plan:
                 plan = await executor.first_plan()

@@ -285,8 +285,9 @@ def test_a_failed_static_plan_is_rerun_from_the_start_with_the_same_plan() -> No
         assert [(e["attempt"], e["after"], e["fresh_plan"]) for e in reruns] == [
             (1, static.stop_reason, False)
         ]
-        steps = [e["id"] for e in events if e["event"] == "step"]
-        assert steps[0] == steps[1] == "step_1"  # the second run starts from the first step
+        steps = [e for e in events if e["event"] == "step"]
+        assert steps[0]["id"] == steps[1]["id"] == "step_1"  # the second run starts over
+        assert steps[1]["t0"] >= reruns[0]["t"] + reruns[0]["wait_s"] == reruns[0]["t"] + 0.5
         fresh, _ = _run(
             "plan_execute_rerun", env, task, skill=perfect, rules=FLAKY, fresh_plan=True
         )
