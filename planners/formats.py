@@ -53,6 +53,16 @@ PLAN_FORMAT = (
     '"fallback": str or null}]}. Refer to an earlier step\'s output as '
     '"{{step_N.result.<field>}}".'
 )
+PLAN_TEXT_FORMAT = (
+    "Respond with a numbered plan in plain text, no JSON. First a line 'Goal: <the goal>', "
+    "then 'Steps:' and one numbered line per step: '<n>. <tool> <name>=<value> ...' (each "
+    'value a JSON literal, e.g. query="..." or fields=["a", "b"]), followed by indented '
+    "lines, each optional: '- after: <step numbers it depends on>', '- requires: <a "
+    "pre-condition>', '- check: <a post-condition>' (one condition per line), '- retries: "
+    "<n>', '- fallback: <tool>'. Refer to an earlier step's output as "
+    "\"{{step_N.result.<field>}}\". With nothing to do, write 'Steps: none'."
+)
+"""What a prompt that asks for a text plan says (the counterpart of ``PLAN_FORMAT``)."""
 SCORE_FORMAT = "Respond with one line: Score: <a number from 0 to 1>"
 FINISH = "finish"
 
@@ -545,7 +555,7 @@ def request_format(messages: Sequence[Mapping[str, str]]) -> str:
     system = " ".join(m["content"] for m in messages if m["role"] == "system")
     if ACTION_TURN_FORMAT in system:
         return "action"
-    if PLAN_FORMAT in system:
+    if PLAN_FORMAT in system or PLAN_TEXT_FORMAT in system:
         return "plan"
     return "other"
 

@@ -17,6 +17,7 @@ DEFAULT_RETRY_LIMIT = 3
 
 PlanErrorReason = Literal[
     "malformed_json",
+    "malformed_text",
     "too_large",
     "too_deep",
     "schema",

@@ -43,7 +43,7 @@ from typing import Any
 
 import json_repair
 from planarena.envs.jsontext import encoder
-from planarena.planners.formats import is_truncated
+from planarena.planners.formats import PLAN_TEXT_FORMAT, is_truncated
 from planarena.planners.plan_model import DEFAULT_RETRY_LIMIT, Plan, PlanError, canonical_step_id
 
 __all__ = [
@@ -54,16 +54,6 @@ __all__ = [
     "run_on_text",
 ]
 
-PLAN_TEXT_FORMAT = (
-    "Respond with a numbered plan in plain text, no JSON. First a line 'Goal: <the goal>', "
-    "then 'Steps:' and one numbered line per step: '<n>. <tool> <name>=<value> ...' (each "
-    'value a JSON literal, e.g. query="..." or fields=["a", "b"]), followed by indented '
-    "lines, each optional: '- after: <step numbers it depends on>', '- requires: <a "
-    "pre-condition>', '- check: <a post-condition>' (one condition per line), '- retries: "
-    "<n>', '- fallback: <tool>'. Refer to an earlier step's output as "
-    "\"{{step_N.result.<field>}}\". With nothing to do, write 'Steps: none'."
-)
-"""What a prompt that asks for a text plan says (the counterpart of ``formats.PLAN_FORMAT``)."""
 
 _VALUE_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 _DECODER = json.JSONDecoder()

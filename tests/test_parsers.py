@@ -227,6 +227,10 @@ def test_request_format_names_what_each_prompt_asks_for() -> None:
     )
     assert request_format([{"role": "user", "content": f"Plan: x\n{RATE_PLAN}"}]) == "score"
     assert request_format([*plan[:1], {"role": "user", "content": ROLLOUT}]) == "outcome"
+    from planarena.planners.formats import PLAN_TEXT_FORMAT
+
+    text_plan = [{"role": "system", "content": f"Plan it. {PLAN_TEXT_FORMAT}"}, plan[1]]
+    assert request_format(text_plan) == "plan"  # a plan in prose is a plan: its token allowance
 
 
 # --- one classification of format failures across planners --------------------------------

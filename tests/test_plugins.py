@@ -310,7 +310,7 @@ def test_without_the_entry_point_the_tree_is_not_found(bare: tuple[Path, Path]) 
     cwd, pythonpath = bare
     proc = sh("planarena 'planner=[react,my_planner]'", cwd, pythonpath)
     assert proc.returncode == 2
-    assert "planner=my_planner: no such planner config; choose from bfs," in one_line(proc)
+    assert "planner=my_planner: no such planner config; choose from auto, bfs," in one_line(proc)
 
 
 ROUTES = {

@@ -52,6 +52,8 @@ MODELLED = {str(k) for k in RequestKind} - {str(k) for k in RESERVED}
 # What each built-in planner asks for (its replanning ladder, where it has one, adds
 # ``revise_plan``); a kind outside its set is a wrong declaration.
 PLANNER_KINDS = {
+    # auto runs the planner it picks: whatever that one asks for
+    "auto": {str(k) for k in RequestKind} - {str(k) for k in RESERVED},
     "react": {"act"},
     "reflexion": {"act", "reflect"},
     "plan_execute": {"plan"},

@@ -11,13 +11,12 @@ from pathlib import Path
 import pandas as pd
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
+from planarena.configs import default_choices
 from planarena.envs.tools import Toolbox
 from planarena.experiments.analysis.metrics import FAILURE_MODES
 from planarena.experiments.run.runner import finish, run
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.llm.base import EpisodeLLM
-
-from tests.conftest import ALL_PLANNERS
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 REQUIRED = [
@@ -80,7 +79,8 @@ def test_cli_writes_records_and_prints_the_table(tmp_path: Path) -> None:
     stdout = cli(tmp_path, "n_tasks=2")
     assert "Completion rate" in stdout and "plan_execute_replan" in stdout
     rows = records(tmp_path)
-    assert len(rows) == len(ALL_PLANNERS) * 3 * 2  # every planner, three complexities, two tasks
+    # every planner of the default set, three complexities, two tasks
+    assert len(rows) == len(default_choices("planner")) * 3 * 2
     for r in rows:
         assert set(REQUIRED) <= set(r)
         assert r["failure_mode"] in MODES and r["failure_mode"] != "harness_error"

@@ -169,7 +169,11 @@ def test_an_llm_event_of_an_http_backend_validates() -> None:
 def test_a_line_that_differs_from_the_schema_is_refused(
     run_dir: Path, change: Any, field: str
 ) -> None:
-    doc = next(d for d in lines(run_dir / "traces.jsonl") if d["events"] and d["tool_calls"])
+    doc = next(
+        d
+        for d in lines(run_dir / "traces.jsonl")
+        if d["events"] and d["events"][0]["event"] == "llm" and d["tool_calls"]
+    )
     change(doc)
     with pytest.raises(ValidationError, match=field):
         parse_trace(doc)

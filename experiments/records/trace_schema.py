@@ -38,6 +38,7 @@ class LlmCall(_Strict):
     t1: float
     prompt_tokens: int
     completion_tokens: int
+    reasoning_tokens: int | None = None  # a model profile's hidden reasoning, in completion_tokens
     finish_reason: str | None = None
     replayed: Literal[True] | None = None
     queue_s: float | None = None
@@ -148,6 +149,18 @@ class Fallback(_Strict):
     reason: Literal["precondition"] | None = None
 
 
+class Rerun(_Strict):
+    """A run of a static plan failed: it runs again from its first step (plan_execute_rerun)."""
+
+    event: Literal["rerun"]
+    attempt: int
+    after: str
+    detail: str
+    fresh_plan: bool
+    wait_s: float
+    t: float
+
+
 class Skip(_Strict):
     """A step not run because a step it depends on failed (without replanning)."""
 
@@ -253,6 +266,7 @@ Event = Annotated[
     | Retry
     | Fallback
     | Skip
+    | Rerun
     | SearchTree
     | LineRejected
     | ParseError
@@ -278,6 +292,7 @@ EVENT_MODELS: dict[str, type[BaseModel]] = {
         Retry,
         Fallback,
         Skip,
+        Rerun,
         SearchTree,
         LineRejected,
         ParseError,
