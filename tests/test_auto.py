@@ -148,20 +148,23 @@ def test_the_choice_depends_only_on_the_features_it_records(tmp_path: Path) -> N
         budget_levels=[4000],
     )
     auto = AutoPlanner(map_path=path, model_profile="strong")
+    auto.planners = {name: Stub(name) for name in auto.planners}  # the choice, not the play
     seen: dict[str, str] = {}
-    for env_name in ("report", "rag", "pipeline", "web_nav", "code_gen", "research"):
-        from hydra.utils import instantiate
-        from omegaconf import OmegaConf
-        from planarena.configs import CONFIG_DIR
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+    from planarena.configs import CONFIG_DIR
 
+    for env_name in ("report", "rag", "pipeline", "web_nav", "code_gen", "research"):
         env = instantiate(OmegaConf.load(CONFIG_DIR / "env" / f"{env_name}.yaml"))
         for cx in ("simple", "medium", "complex"):
             for task in env.generate(3, seed=1, complexity=cx):
-                names = env.make_tools(task, rules=[], seed_keys=(0,)).toolbox.names()
-                f = features_of(task.goal, names, None, "strong")
-                choice, reason = auto.choose(f)
-                assert reason.startswith(f.describe())
-                assert seen.setdefault(f.describe(), choice) == choice
+                tools = env.make_tools(task, rules=[], seed_keys=(0,)).toolbox
+                llm = EpisodeLLM(SimLLM(SKILLS["strong"], RaisingOracle(), seed_keys=(0,)), MODELS)  # type: ignore[arg-type]
+                asyncio.run(auto.run(TaskView(task.task_id, task.goal, 7), tools, llm))
+                event = llm.trace[-1]
+                described = features_of(task.goal, tools.names(), None, "strong").describe()
+                assert event["reason"].startswith(described + " ->")
+                assert seen.setdefault(described, event["choice"]) == event["choice"]
     assert len(set(seen.values())) >= 2  # the features do decide
     f = Features(items=1, deps=False, tools=3, budget=None, model="strong")
     assert auto.choose(f)[0] == "react"

@@ -451,7 +451,13 @@ def point_table(
         ranked = rank_point(per_task(part, planners), seed, s.n_boot, 1.0 - s.alpha, values)
         if ranked:
             rows.append({**head, **ranked})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if "steps_bin" in by and len(table):  # lengths in their order within each cell
+        order = {label: i for i, label in enumerate(s.bins())}
+        cells = {c: i for i, c in enumerate(dict.fromkeys(table["cell"]))}
+        rank = table["cell"].map(cells) * len(order) + table["steps_bin"].map(order)
+        table = table.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+    return table
 
 
 # --------------------------------------------------------------------------- the map
@@ -595,8 +601,6 @@ class DecisionMap(Study):
         """Write decision_map.md / .csv (the verdicts), decision_map_points.csv (per cell and
         length bin), decision_map_families.csv (per cell, env and complexity),
         decision_map.json (auto's map) and figures/decision_map_*.{pdf,png}."""
-        import json
-
         from planarena.experiments.analysis.figures.decision_map import write_decision_figures
         from planarena.experiments.studies.decision_map_verdicts import markdown, verdicts
 
@@ -614,9 +618,7 @@ class DecisionMap(Study):
         families.to_csv(out_dir / "decision_map_families.csv", index=False)
         table.to_csv(out_dir / "decision_map.csv", index=False)
         amap = auto_map(ranked, planners, s, config)
-        (out_dir / "decision_map.json").write_text(
-            json.dumps(amap, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8"
-        )
+        (out_dir / "decision_map.json").write_text(map_text(amap), encoding="utf-8")
         auto = auto_comparison(data, planners, s, seed) if "auto" in all_planners else None
         if auto is not None:
             auto.to_csv(out_dir / "decision_map_auto.csv", index=False)
@@ -629,6 +631,16 @@ class DecisionMap(Study):
             + ", ".join(f"{n} {v}" for v, n in counts.items())
             + f" — {out_dir / 'decision_map.md'}"
         )
+
+
+def map_text(amap: Mapping[str, Any]) -> str:
+    """The map as JSON, one entry a line (a small file that diffs entry by entry)."""
+    import json
+
+    head = {k: v for k, v in amap.items() if k != "entries"}
+    text = json.dumps(head, indent=1, default=str)[:-2]
+    entries = ",\n".join("  " + json.dumps(e, default=str) for e in amap.get("entries", []))
+    return f'{text},\n "entries": [\n{entries}\n ]\n}}\n'
 
 
 def auto_comparison(

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from planarena.experiments.analysis.stats import boot_rng, derive_seed, sign_test_p
+from planarena.experiments.analysis.stats import (
+    boot_rng,
+    derive_seed,
+    percentile_interval,
+    sign_test_p,
+    task_weights,
+)
 from planarena.experiments.studies.sensitivity_stats import (
     Settings as StatSettings,
 )
@@ -315,15 +321,34 @@ def pair_test(
     }
 
 
+LEVEL_NAMES = {
+    "fault_rate": ("lowest fault rate", "highest"),
+    "judge_correlation": ("correlation 0", "correlation 1"),
+    "token_budget": ("tightest budget", "no budget"),
+}
+
+
 def _factor_label(t: Mapping[str, Any]) -> str:
+    """The deciding factor with the pair's difference at its two levels and the effect."""
     top = t["deciding"]
     if top.get("factor"):
         name = FACTOR_NAMES.get(top["factor"], top["factor"])
+        effect = next(e for e in t["effects"] if e["factor"] == top["factor"])
+        low, high = LEVEL_NAMES.get(top["factor"], ("strong", top["factor"].split()[-1]))
         return (
-            f"{name} (effect {_pp(top['effect'])} pp "
-            f"[{_pp(top['effect_low'])}, {_pp(top['effect_high'])}])"
+            f"{name}: {_pp(effect['at_low'])} pp at {low}, {_pp(effect['at_high'])} pp at "
+            f"{high} (effect {_pp(top['effect'])} [{_pp(top['effect_low'])}, "
+            f"{_pp(top['effect_high'])}])"
         )
     return t["family"] or ""
+
+
+def _factor_name(t: Mapping[str, Any]) -> str:
+    """The deciding factor's name alone (the verdict's words), or the family split."""
+    top = t["deciding"].get("factor")
+    if top:
+        return FACTOR_NAMES.get(top, top)
+    return t["family"].split(" (")[0] if t["family"] else "the cell (no single factor)"
 
 
 def _cost_test(
@@ -375,14 +400,14 @@ def judge_pair(rule: Rule, data: pd.DataFrame, s: Settings, seed: int) -> dict[s
         if v == "holds":
             verdict = "confirmed" if leader_a else "not confirmed"
         elif v in ("flips", "depends"):
-            verdict = f"depends on {factor or 'the cell (no single factor)'}"
+            verdict = f"depends on {_factor_name(t)}"
         else:
             verdict = "unresolved at this n"
     else:  # suffices
         if v == "holds" and not leader_a:
             verdict = "not confirmed"
         elif v in ("flips", "depends") and t["cells_b"]:
-            verdict = f"depends on {factor or 'the cell (no single factor)'}"
+            verdict = f"depends on {_factor_name(t)}"
         elif v == "tie" or (math.isfinite(p["pooled_low"]) and p["pooled_low"] >= -MARGIN):
             verdict = "confirmed"
         else:
@@ -514,9 +539,27 @@ LADDER_PAIRS = (
 )
 
 
-def ladder_table(data: pd.DataFrame, s: Settings) -> pd.DataFrame:
+def mean_interval(d: np.ndarray, seed: int, s: Settings) -> tuple[float, float]:
+    """Task-bootstrap interval of the mean paired difference ``d`` (one value per task), with
+    0 put back inside (both ends moved to it) unless the exact sign test over the tasks agrees
+    with the interval's side: a percentile bootstrap alone is too narrow when few tasks
+    differ (:func:`.sensitivity_stats.guarded_signs`)."""
+    if d.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([(w @ d) / d.size for w in task_weights(rng, d.size, s.n_boot)])
+    low, high = percentile_interval(means, 1 - s.alpha)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    side = sign_of(low, high)
+    if side and (sign_test_p(wins, losses) >= s.alpha or side != (1 if wins > losses else -1)):
+        return (min(low, 0.0), max(high, 0.0))
+    return (low, high)
+
+
+def ladder_table(data: pd.DataFrame, s: Settings, seed: int = 0) -> pd.DataFrame:
     """Per skill x length bin (the grid's fault rates pooled: each task's difference is its
-    mean over them): each ladder pair's difference with the exact paired interval."""
+    mean over them): each ladder pair's mean completion difference with a task-bootstrap
+    interval guarded by the sign test (:func:`mean_interval`)."""
     grid = data[data["dm_kind"] == "grid"]
     rows = []
     for (skill, b), part in grid.groupby(["skill", "steps_bin"], sort=False, observed=True):
@@ -527,7 +570,7 @@ def ladder_table(data: pd.DataFrame, s: Settings) -> pd.DataFrame:
                 continue
             per = two.pivot_table(index="task", columns="planner", values="success", aggfunc="mean")
             d = (per[a] - per[c]).dropna().to_numpy(float)
-            lo, hi = net_win_interval(int((d > 0).sum()), int((d < 0).sum()), d.size, 1 - s.alpha)
+            lo, hi = mean_interval(d, derive_seed(seed, "ladder", skill, b, a, c), s)
             row[f"{a}-{c}"] = float(d.mean())
             row[f"{a}-{c}_low"], row[f"{a}-{c}_high"] = lo, hi
         rows.append(row)
@@ -579,14 +622,14 @@ def markdown(
         )
     lines += ["", "Tests, rule by rule:", ""]
     lines += [f"- {r['rule']}: {r['test']}" for _, r in table.iterrows()]
-    ladder = ladder_table(data, s)
+    ladder = ladder_table(data, s, int(config.get("seed", 0)))
     if not ladder.empty:
         lines += [
             "",
             "## The ladder by task length (fault rates pooled)",
             "",
-            "Completion difference in points [95 % exact paired interval over tasks]; bold: "
-            "separable.",
+            "Mean completion difference in points [95 % task-bootstrap interval, kept across 0 "
+            "unless the exact sign test agrees]; bold: separable.",
             "",
         ]
         pairs = [f"{a}-{c}" for a, c in LADDER_PAIRS if f"{a}-{c}" in ladder.columns]

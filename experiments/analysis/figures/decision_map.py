@@ -107,7 +107,7 @@ def decision_figure(
             ax = axes[i // cols][i % cols]
             part = grid[grid["skill"] == skill]
             _panel(ax, part, metric, rates, bins, colors, one_col)
-            ax.set_title(f"skill: {skill}", fontsize=8, pad=19)
+            ax.set_title(f"skill: {skill}", fontsize=8, pad=23)
             if i % cols == 0:
                 ax.set_ylabel("fault rate ×")
             if i // cols == rows - 1 or one_col:
@@ -129,9 +129,9 @@ def decision_figure(
             handlelength=1.6,
             columnspacing=1.0,
         )
+        sep = "\n" if one_col else "; "
         fig.suptitle(
-            f"Best planner by {METRICS[metric]}; shade: margin over the runner-up",
-            fontsize=8,
+            f"Best planner by {METRICS[metric]}{sep}shade: margin over the runner-up", fontsize=8
         )
     return fig
 
@@ -173,13 +173,17 @@ def _panel(
                 if isinstance(best, str) and isinstance(second, str)
                 else "n/a"
             )
-            label = f"tie\n{pair}"
+            more = len(str(r.get(f"{metric}_ties", "") or "").split()) - 1
+            label = f"tie\n{pair}" + (
+                f"\n+{more} more" if metric == "completion" and more > 0 else ""
+            )
             rect = Rectangle(
                 (x - 0.5, y - 0.5), 1, 1, facecolor=TIE_COLOR, hatch="///", edgecolor="white"
             )
             text_color = "0.15"
         ax.add_patch(rect)
-        ax.text(x, y, label, ha="center", va="center", fontsize=font, color=text_color,
+        size = font * (0.85 if max(len(x) for x in label.split("\n")) > 12 else 1.0)
+        ax.text(x, y, label, ha="center", va="center", fontsize=size, color=text_color,
                 linespacing=0.95)  # fmt: skip
     for x in range(len(bins)):
         for y in range(len(rates)):
@@ -211,9 +215,9 @@ def _thresholds(ax: Any, bins: Sequence[str]) -> None:
     split = xs.get("5")
     if split is not None:
         where = ax.get_xaxis_transform()
-        ax.text((split - 0.5) / 2, 1.075, "article: ReAct ≤3-5", transform=where, ha="center",
+        ax.text((split - 0.5) / 2, 1.13, "article: ReAct ≤3-5", transform=where, ha="center",
                 va="bottom", fontsize=5.5, color="0.25", style="italic")  # fmt: skip
-        ax.text((split + len(bins) - 0.5) / 2, 1.075, "article: P&E+replan >5-8", transform=where,
+        ax.text((split + len(bins) - 0.5) / 2, 1.13, "article: P&E+replan >5-8", transform=where,
                 ha="center", va="bottom", fontsize=5.5, color="0.25", style="italic")  # fmt: skip
 
 
