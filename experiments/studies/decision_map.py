@@ -386,39 +386,32 @@ def rank_point(
         completion_separable=sign_of(low, high) != 0,
         completion_ties=" ".join(behind),
     )
+
+    def versus(metric: str, ranked: list[str], values: dict[str, float]) -> dict[str, Any]:
+        """The best by ``metric`` against its runner-up: their paired interval."""
+        a, b = ranked[0], ranked[1]
+        lo, hi = paired_boot(
+            tasks[a], tasks[b], metric, boot_rng(seed, metric, *key), n_boot, confidence
+        )
+        return {
+            f"{metric}_second": b,
+            f"{metric}_second_value": values[b],
+            f"{metric}_diff": values[a] - values[b],
+            f"{metric}_low": lo,
+            f"{metric}_high": hi,
+            f"{metric}_separable": sign_of(lo, hi) != 0,
+        }
+
     by_cost = sorted([p for p in names if math.isfinite(cost[p])], key=lambda p: (cost[p], p))
     if len(by_cost) >= 2:
-        a, b = by_cost[0], by_cost[1]
-        lo, hi = paired_boot(
-            tasks[a], tasks[b], "cost", boot_rng(seed, "cost", *key), n_boot, confidence
-        )
-        out.update(
-            cost_best=a,
-            cost=cost[a],
-            cost_second=b,
-            cost_second_value=cost[b],
-            cost_diff=cost[a] - cost[b],
-            cost_low=lo,
-            cost_high=hi,
-            cost_separable=sign_of(lo, hi) != 0,
-        )
+        out.update(cost_best=by_cost[0], cost=cost[by_cost[0]])
+        out.update(versus("cost", by_cost, cost))
     contenders = [best, *behind]
     p99 = {p: percentile(tasks[p]["latency"].to_numpy(float), 99) for p in contenders}
     by_p99 = sorted(contenders, key=lambda p: (p99[p], p))
     out.update(p99_best=by_p99[0], p99=p99[by_p99[0]])
     if len(by_p99) >= 2:
-        a, b = by_p99[0], by_p99[1]
-        lo, hi = paired_boot(
-            tasks[a], tasks[b], "p99", boot_rng(seed, "p99", *key), n_boot, confidence
-        )
-        out.update(
-            p99_second=b,
-            p99_second_value=p99[b],
-            p99_diff=p99[a] - p99[b],
-            p99_low=lo,
-            p99_high=hi,
-            p99_separable=sign_of(lo, hi) != 0,
-        )
+        out.update(versus("p99", by_p99, p99))
     return out
 
 
