@@ -476,7 +476,7 @@ def test_every_shipped_planner_and_env_config_passes_its_checks() -> None:
             ["hydra.searchpath=[file:///nonexistent]", "experiment=seed_tabels"],
             "no such experiment;",
         ),
-        (["planner=reactt"], "planner=reactt: no such planner config; choose from bfs"),
+        (["planner=reactt"], "planner=reactt: no such planner config; choose from auto, bfs"),
         (["planner=[react,foo]"], "planner=foo: no such planner config"),
         (["-m", "planner=react,foo"], "planner=foo: no such planner config"),
         (["env=reprt"], "env=reprt: no such env config"),

@@ -40,6 +40,11 @@ OUTPUT_ONLY_KEYS = (
 """Config keys that change how a job runs or what it prints, never what its episodes are."""
 
 
+FAMILY_DIGEST = "declaration_sha256"
+"""The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash
+of the family file's declaration as loaded."""
+
+
 class RunDirError(RuntimeError):
     """A run dir this job may not write into (locked, or made by another configuration)."""
 

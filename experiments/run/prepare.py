@@ -11,6 +11,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs.base import Env, ParamError
 from planarena.envs.faults import FaultConfig, with_duration_scale
+from planarena.experiments.records.identity import FAMILY_DIGEST
 from planarena.experiments.run.episode import EpisodeContext
 from planarena.experiments.run.jobs import JobList, build_jobs, fault_config
 from planarena.experiments.run.llm_factory import (
@@ -49,11 +50,6 @@ def instantiate_group(node: DictConfig | None, group: str) -> dict[str, Any]:
             text = "; ".join(" ".join(x.split()) for x in str(cause).splitlines() if x.strip())
             raise ConfigError(f"{group}.{name}: {type(cause).__name__}: {text}") from None
     return out
-
-
-FAMILY_DIGEST = "declaration_sha256"
-"""The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash
-of the family file's declaration as loaded."""
 
 
 @dataclass

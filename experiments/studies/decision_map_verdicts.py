@@ -52,7 +52,7 @@ from planarena.experiments.studies.sensitivity_stats import (
 )
 
 if TYPE_CHECKING:
-    from planarena.experiments.studies.decision_map import Settings
+    from planarena.experiments.studies.decision_map_core import Settings
 
 MARGIN = 0.05
 """How much worse a strategy that "suffices" may be, at most (the pooled interval's end)."""
@@ -356,7 +356,7 @@ def _cost_test(
 ) -> tuple[float, float, float, float]:
     """(cost per completed task of a, of b, paired bootstrap interval of a - b) over the
     rule's tasks x cells (each task in each cell a unit)."""
-    from planarena.experiments.studies.decision_map import _ratio, paired_boot, per_task
+    from planarena.experiments.studies.decision_map_core import _ratio, paired_boot, per_task
 
     part = scope[scope["cell"].isin(contexts(scope))]
     part = part.assign(task=part["task"] + "@" + part["cell"].astype(str))
