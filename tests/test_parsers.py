@@ -231,6 +231,11 @@ def test_request_format_names_what_each_prompt_asks_for() -> None:
 
     text_plan = [{"role": "system", "content": f"Plan it. {PLAN_TEXT_FORMAT}"}, plan[1]]
     assert request_format(text_plan) == "plan"  # a plan in prose is a plan: its token allowance
+    from planarena.planners.llm.openai_backend import OpenAIBackend
+
+    json_mode = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", json_mode=True)
+    assert json_mode.sampling(plan)["response_format"] == {"type": "json_object"}
+    assert "response_format" not in json_mode.sampling(text_plan)  # prose is not JSON
 
 
 # --- one classification of format failures across planners --------------------------------
