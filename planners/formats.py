@@ -13,7 +13,7 @@ penalised for formatting the others are forgiven:
 - JSON bare, in a code fence, or inside prose; almost-JSON (single quotes, trailing commas,
   unquoted keys, comments) repaired by ``json_repair``;
 - an action in function-call style, ``search_web(query="...")``, and ``Final Answer: ...``
-  (a finish);
+  (a finish); a plan step's tool written as its signature, ``search_web(query: string)``;
 - scores as 0-1, ``x/10``, ``x out of 10``, percentages or exponents; a bare number above 1 is
   read on a 10-point (up to 10) or 100-point (up to 100) scale.
 

@@ -12,6 +12,7 @@ Its parts: :mod:`~planarena.planners.plan_model` (the plan and its error),
 (placeholders); this module validates the JSON into a plan and keeps recent outcomes.
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -70,6 +71,20 @@ def _pick(raw: Mapping[str, Any], keys: tuple[str, str], where: str) -> Any:
     return values[0] if values else None
 
 
+SIGNATURE_NOTE = "tool written as a signature"
+_SIGNATURE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*\(.*\)\s*$", re.DOTALL)
+
+
+def _signature_tool(tool: str, tools: frozenset[str], step_id: str, notes: list[str]) -> str:
+    """A tool written as the prompt's signature line (``search_web(query: string)``) is that
+    tool, a repair like ReAct's function-call style; any other unknown name is an error."""
+    m = _SIGNATURE.match(tool)
+    if m is not None and m.group(1) in tools:
+        notes.append(f"{step_id}: {SIGNATURE_NOTE}")
+        return m.group(1)
+    raise PlanError("unknown_tool", f"{step_id} uses unknown tool {tool!r}")
+
+
 def _parse_step(raw: Any, index: int, tools: frozenset[str], notes: list[str]) -> PlanStep:
     """Validate one raw step's own fields (cross-step checks come later). The fields are read
     in a fixed order, so a step with several faults always reports the same one."""
@@ -81,7 +96,7 @@ def _parse_step(raw: Any, index: int, tools: frozenset[str], notes: list[str]) -
     if not isinstance(tool, str) or not tool.strip():
         raise PlanError("schema", f"{step_id} has no tool/action string")
     if tool not in tools:
-        raise PlanError("unknown_tool", f"{step_id} uses unknown tool {tool!r}")
+        tool = _signature_tool(tool, tools, step_id, notes)
     args = _step_args(raw, step_id, notes)
     deps = _step_deps(raw, step_id, notes)
     retry = _retry_limit(raw, step_id)
@@ -335,6 +350,7 @@ def _parse_plan(
         goal=goal,
         steps=steps,
         form="rag" if is_rag else "seed",
-        repaired=repaired,
+        # a tool written as its signature deviates from the format: a repair, as in ReAct
+        repaired=repaired or any(n.endswith(SIGNATURE_NOTE) for n in notes),
         normalizations=notes,
     )

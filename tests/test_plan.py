@@ -196,6 +196,20 @@ def test_unknown_tool() -> None:
     assert seed_reason(data) == "unknown_tool"
 
 
+def test_a_tool_written_as_its_signature_is_that_tool_and_a_repair() -> None:
+    """A real model copies the prompt's tool line (``search_web(query: string)``) into a
+    plan: read as the tool, like ReAct's function-call style, and counted as a repair; an
+    unknown name in the same shape is still an unknown tool."""
+    data = seed_dict()
+    tool = data["steps"][1]["tool"]
+    data["steps"][1]["tool"] = f"{tool}(query: string)"
+    plan = parse_seed(data)
+    assert plan.steps[1].tool == tool and plan.repaired
+    assert any("signature" in n for n in plan.normalizations)
+    data["steps"][1]["tool"] = "rm_rf(path: string)"
+    assert seed_reason(data) == "unknown_tool"
+
+
 def test_unknown_fallback() -> None:
     data = seed_dict()
     data["steps"][0]["fallback"] = "nope"
