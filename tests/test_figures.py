@@ -492,3 +492,27 @@ def test_the_checks_catch_the_breaks_they_are_for() -> None:
         fig.supxlabel("a label far too long for the figure " * 4)
 
     assert texts_outside_canvas(_sabotaged(long_label))
+
+
+def test_every_shipped_planner_looks_the_same_in_every_figure() -> None:
+    """A shipped planner's colour, marker and line style are fixed, not given by which other
+    planners share the figure; the shipped set's (marker, line style) pairs are all distinct
+    and no unknown planner can take a shipped marker."""
+    from planarena.experiments.analysis.figures.style import (
+        EXTRA_MARKERS,
+        KNOWN_PLANNER_COLORS,
+        KNOWN_PLANNER_LINESTYLES,
+        KNOWN_PLANNER_MARKERS,
+        planner_styles,
+    )
+
+    shipped = sorted(
+        p.stem for p in (Path(__file__).parents[1] / "configs" / "planner").glob("*.yaml")
+    )
+    for table in (KNOWN_PLANNER_COLORS, KNOWN_PLANNER_MARKERS, KNOWN_PLANNER_LINESTYLES):
+        assert set(shipped) <= set(table)
+    alone = {p: planner_styles([p])[p] for p in shipped}
+    assert planner_styles(shipped) == alone
+    pairs = {(s.marker, str(s.linestyle)) for s in alone.values()}
+    assert len(pairs) == len(shipped)
+    assert not set(EXTRA_MARKERS) & set(KNOWN_PLANNER_MARKERS.values())

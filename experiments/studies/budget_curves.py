@@ -69,69 +69,60 @@ def budget_label(budget: float) -> str:
 
 
 def _figure(table: pd.DataFrame, planners: list[str], out_dir: Path) -> None:
-    import matplotlib.pyplot as plt
-
     fig = _plot(table, planners)
     (out_dir / "figures").mkdir(exist_ok=True)
     for ext in ("pdf", "png"):
         fig.savefig(out_dir / "figures" / f"budget_curves.{ext}", dpi=150)
-    plt.close(fig)
 
 
 def _plot(table: pd.DataFrame, planners: list[str]) -> Any:
     """The figure: one panel per env x complexity (a row per env), completion against the
     budget on a log axis whose ticks are the budgets run (1k, 2k, ... 128k), not powers of
-    two."""
-    import matplotlib
+    two; every planner in its figure-wide style, the legend above the panels."""
+    from planarena.experiments.analysis.figures.layout import _planner_handles, _top_legend
+    from planarena.experiments.analysis.figures.style import (
+        new_figure,
+        paper_style,
+        planner_styles,
+    )
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from planarena.experiments.analysis.figures import planner_colors
-
-    colors = planner_colors(planners)
-    markers = dict(zip(planners, "osD^vP*Xhp<>", strict=False))
-
+    styles = planner_styles(planners)
     complexities = list(dict.fromkeys(table.complexity))
     envs = list(dict.fromkeys(table.env)) if "env" in table.columns else [None]
     budgets = sorted({int(b) for b in table.max_tokens_per_episode})
-    fig, axes = plt.subplots(
-        len(envs),
-        len(complexities),
-        figsize=(3.2 * len(complexities), 2.9 + 2.3 * (len(envs) - 1)),
-        sharey=True,
-        squeeze=False,
-    )
-    panels = [
-        (ax, env, c)
-        for row, env in zip(axes, envs, strict=True)
-        for ax, c in zip(row, complexities, strict=True)
-    ]
-    for ax, env, complexity in panels:
-        part = table[table.complexity == complexity]
-        if env is not None:
-            part = part[part.env == env]
-        for planner in planners:
-            rows = part[part.planner == planner].sort_values("max_tokens_per_episode")
-            if rows.empty:
-                continue
-            ax.plot(
-                rows.max_tokens_per_episode,
-                rows.completion,
-                label=planner,
-                color=colors[planner],
-                marker=markers.get(planner, "o"),
-                markersize=4,
-            )
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(budgets, labels=[budget_label(b) for b in budgets], fontsize=7)
-        ax.set_xticks([], minor=True)
-        ax.set_title(complexity if env is None or len(envs) == 1 else f"{env}: {complexity}")
-        ax.set_xlabel("token budget per episode")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    for row in axes:
-        row[0].set_ylabel("completion rate")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
-    fig.tight_layout(rect=(0, 0.16 * 2.9 / fig.get_figheight(), 1, 1))  # the legend's inches
+    with paper_style():
+        fig = new_figure(7.0, 1.4 + 2.3 * len(envs))
+        axes = fig.subplots(len(envs), len(complexities), sharey=True, squeeze=False)
+        for row, env in zip(axes, envs, strict=True):
+            for ax, complexity in zip(row, complexities, strict=True):
+                part = table[table.complexity == complexity]
+                if env is not None:
+                    part = part[part.env == env]
+                for planner in planners:
+                    rows = part[part.planner == planner].sort_values("max_tokens_per_episode")
+                    if rows.empty:
+                        continue
+                    look = styles[planner]
+                    ax.plot(
+                        rows.max_tokens_per_episode,
+                        rows.completion,
+                        color=look.color,
+                        marker=look.marker,
+                        ls=look.linestyle,
+                        markeredgecolor="black",
+                        markeredgewidth=0.4,
+                        markersize=4,
+                        lw=1.0,
+                    )
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(budgets, labels=[budget_label(b) for b in budgets])
+                ax.set_xticks([], minor=True)
+                ax.tick_params(axis="x", labelsize=6.5)
+                title = complexity if env is None or len(envs) == 1 else f"{env}: {complexity}"
+                ax.set_title(title)
+                ax.set_ylim(-0.02, 1.02)
+                ax.grid(alpha=0.3)
+            row[0].set_ylabel("completion rate")
+        fig.supxlabel("token budget per episode")
+        _top_legend(fig, _planner_handles(planners))
     return fig

@@ -413,13 +413,6 @@ def _points(
     points.set_paths([style.get_path().transformed(style.get_transform()) for style in styles])
 
 
-def _thousands(value: float, _pos: object = None) -> str:
-    """Short tick labels for token counts: 1500 -> 1.5k, 20000 -> 20k."""
-    if value >= 1000:
-        return f"{value / 1000:g}k"
-    return f"{value:g}"
-
-
 def _marker_reach_in(markers: Iterable[str], size: float, linewidth: float) -> float:
     """Inches from a point to the far side of its drawn marker (scatter's ``size`` in
     points squared, edge ``linewidth``): the widest of ``markers`` (a diamond reaches 0.7)."""

@@ -41,6 +41,9 @@ KNOWN_PLANNER_COLORS: Mapping[str, str] = {
     "dfs": "#882255",  # Tol wine: Okabe-Ito has seven colours that read on white
     "mcts": OKABE_ITO[6],
     "topo": OKABE_ITO[4],
+    "reflexion": "#999933",  # Tol olive
+    "plan_execute_rerun": "#44AA99",  # Tol teal
+    "auto": "#332288",  # Tol indigo
 }
 """Fixed colours for the shipped planners, so a planner looks the same in every paper.
 Okabe-Ito's yellow is never used (too faint on white); react (orange) and bfs are far apart."""
@@ -55,11 +58,14 @@ KNOWN_PLANNER_MARKERS: Mapping[str, str] = {
     "dfs": "P",
     "mcts": "X",
     "topo": "*",
+    "reflexion": "h",
+    "plan_execute_rerun": ">",
+    "auto": "<",
 }
 """One marker per shipped planner: with the colour, it survives greyscale print."""
 
 
-EXTRA_MARKERS: tuple[str, ...] = ("<", ">", "h", "p", "d", "8", "H", "1", "2", "3")
+EXTRA_MARKERS: tuple[str, ...] = ("p", "d", "8", "H", "1", "2", "3", "4")
 
 
 LINESTYLES: tuple[Any, ...] = (
@@ -76,7 +82,10 @@ LINESTYLES: tuple[Any, ...] = (
 
 
 KNOWN_PLANNER_LINESTYLES: Mapping[str, Any] = {
-    name: LINESTYLES[i] for i, name in enumerate(KNOWN_PLANNER_MARKERS)
+    **{name: LINESTYLES[i] for i, name in enumerate(list(KNOWN_PLANNER_MARKERS)[:8])},
+    "reflexion": "-.",  # its marker keeps it apart from tot's dash-dot
+    "plan_execute_rerun": ":",
+    "auto": "--",
 }
 
 
