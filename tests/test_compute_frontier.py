@@ -12,11 +12,11 @@ import pytest
 from conftest import CONFIGS
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
+from planarena.experiments.analysis.figures.curves import pareto_front
 from planarena.experiments.run.runner import run
 from planarena.experiments.studies.compute_frontier import (
     Settings,
     best_within,
-    frontier,
     label_points,
     leader_table,
     point_table,
@@ -34,7 +34,7 @@ def test_dominated_points_are_excluded() -> None:
         (5000.0, 0.5),  # 4: dearer, no better: dominated
         (8000.0, 0.7),  # 5
     ]
-    assert frontier(points) == [0, 2, 5]
+    assert pareto_front(points) == [0, 2, 5]  # the one front the figures draw too
 
 
 def _synthetic() -> pd.DataFrame:

@@ -212,27 +212,12 @@ def point_table(tagged: pd.DataFrame, *, seed: int, n_boot: int) -> pd.DataFrame
     if table.empty:
         return table.assign(frontier=pd.Series(dtype=bool))
     table["frontier"] = False
+    from planarena.experiments.analysis.figures.curves import pareto_front  # matplotlib: late
+
     for _, part in table.groupby(["complexity", "planner"], sort=False):
-        on = frontier(list(zip(part["tokens_mean"], part["completion"], strict=True)))
+        on = pareto_front(list(zip(part["tokens_mean"], part["completion"], strict=True)))
         table.loc[part.index[on], "frontier"] = True
     return table
-
-
-def frontier(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the Pareto-efficient (tokens, completion) points, cheapest first: a point
-    is dropped when another spends no more and completes at least as much, one of them
-    strictly; of exact duplicates only the first is kept."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1], i))
-    kept: list[int] = []
-    best = -math.inf
-    for i in order:
-        tokens, completion = points[i]
-        if math.isnan(tokens) or math.isnan(completion):
-            continue
-        if completion > best:
-            kept.append(i)
-            best = completion
-    return kept
 
 
 def _boot_mean(values: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
