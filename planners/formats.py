@@ -535,6 +535,7 @@ MAX_TOKENS: dict[str, int] = {
     "action": 400,
     "candidates": 900,
     "plan": 1500,
+    "plan_text": 1500,
     "steps": 800,
     "scores": 300,
     "score": 300,
@@ -545,8 +546,8 @@ MAX_TOKENS: dict[str, int] = {
 
 
 def request_format(messages: Sequence[Mapping[str, str]]) -> str:
-    """Which output format a chat request asks for: action, candidates, plan, steps, scores,
-    score, outcome, reflection or other."""
+    """Which output format a chat request asks for: action, candidates, plan (a Plan JSON),
+    plan_text (a plan in prose), steps, scores, score, outcome, reflection or other."""
     users = [m["content"] for m in messages if m["role"] == "user"]
     last = users[-1] if users else ""
     for name, marker in _REQUEST_MARKERS:
@@ -555,8 +556,10 @@ def request_format(messages: Sequence[Mapping[str, str]]) -> str:
     system = " ".join(m["content"] for m in messages if m["role"] == "system")
     if ACTION_TURN_FORMAT in system:
         return "action"
-    if PLAN_FORMAT in system or PLAN_TEXT_FORMAT in system:
+    if PLAN_FORMAT in system:
         return "plan"
+    if PLAN_TEXT_FORMAT in system:
+        return "plan_text"
     return "other"
 
 

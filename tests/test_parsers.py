@@ -227,10 +227,11 @@ def test_request_format_names_what_each_prompt_asks_for() -> None:
     )
     assert request_format([{"role": "user", "content": f"Plan: x\n{RATE_PLAN}"}]) == "score"
     assert request_format([*plan[:1], {"role": "user", "content": ROLLOUT}]) == "outcome"
-    from planarena.planners.formats import PLAN_TEXT_FORMAT
+    from planarena.planners.formats import MAX_TOKENS, PLAN_TEXT_FORMAT
 
     text_plan = [{"role": "system", "content": f"Plan it. {PLAN_TEXT_FORMAT}"}, plan[1]]
-    assert request_format(text_plan) == "plan"  # a plan in prose is a plan: its token allowance
+    assert request_format(text_plan) == "plan_text"  # its own format: no JSON mode
+    assert MAX_TOKENS["plan_text"] == MAX_TOKENS["plan"]  # a plan's allowance either way
     from planarena.planners.llm.openai_backend import OpenAIBackend
 
     json_mode = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", json_mode=True)

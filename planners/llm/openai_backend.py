@@ -47,7 +47,6 @@ from typing import Any
 
 from planarena.planners.formats import (
     MAX_TOKENS,
-    PLAN_TEXT_FORMAT,
     STOP_SEQUENCES,
     render_tool_calls,
     request_format,
@@ -248,8 +247,7 @@ class OpenAIBackend:
         }
         if self.stop and fmt in STOP_SEQUENCES:
             params["stop"] = STOP_SEQUENCES[fmt]
-        prose = any(m["role"] == "system" and PLAN_TEXT_FORMAT in m["content"] for m in messages)
-        if self.json_mode and fmt == "plan" and not prose:  # a Plan JSON is one object
+        if self.json_mode and fmt == "plan":  # a Plan JSON is one object: JSON mode fits
             params["response_format"] = {"type": "json_object"}
         return params
 
