@@ -124,7 +124,8 @@ class Decider:
 
     def _action_point(
         self, observed: Sequence[Observed]
-    ) -> tuple[list[Obs], list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
+    ) -> tuple[str, list[GoldStep], Belief, dict[str, tuple[str, dict[str, Any]]]]:
+        """(the decision point, the right steps left, the belief there, every option seen)."""
         obs = self.sim.transcript(observed)
         overlooked = self.sim.overlooked(self.skill, obs)
         gold = self.oracle.remaining(obs, overlooked)
@@ -133,8 +134,7 @@ class Decider:
         belief = self._reflected(
             point, self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
         )
-        self._point = point
-        return obs, gold, belief, options
+        return point, gold, belief, options
 
     def _reflected(self, point: str, belief: Belief) -> Belief:
         """The belief at a point with the reflections in view: a wrong belief is corrected
@@ -485,10 +485,10 @@ class Decider:
                 looks, _ = self._plan_values([step], len(partial), prefix, judge=True)
                 lines.append(f"Score {n}: {self._score(looks):.2f}")
         else:  # candidate actions at a point of a transcript
-            _, _, belief, options = self._action_point(context.observations or ())
+            point, _, belief, options = self._action_point(context.observations or ())
             for n, (tool, args) in enumerate(context.candidates or (), 1):
                 kind = self._action_kind(tool, args, options)
-                looks = self._judged(self._point, belief, kind)
+                looks = self._judged(point, belief, kind)
                 lines.append(f"Score {n}: {self._score(looks):.2f}")
         return self._break("\n".join(lines))
 
