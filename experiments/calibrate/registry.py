@@ -1,0 +1,215 @@
+"""The calibration registry: what an extractor receives, what it returns, and how a fit plugs in.
+
+Calibration turns every LLM request of a replayed run into a :class:`Decision` (what was asked,
+what was answered, and the oracle's view of the decision point, with no skill involved). An
+extractor registered for the request's kind turns a decision into table rows; a fit registered
+by name reads the whole table and returns estimates of skill-profile fields. Extractors and
+fits of other modules (the judge side: ``fit_judge``) register here at import time, so the
+orchestration never names them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from planarena.experiments.calibrate.oracle_view import OracleView
+    from planarena.planners.llm.protocol import RequestContext
+
+Row = dict[str, Any]
+"""One observation of the decision table. Required keys: ``task`` (``env/complexity/task_id``,
+the bootstrap unit), ``role``, ``kind``, ``quantity`` (the outcome's name, e.g. ``right_move``,
+``malformed_json``, ``judge_prefers_right``), ``outcome`` (0/1 or a category),
+``prompt_tokens``; any other key is a covariate."""
+
+REQUIRED = ("task", "role", "kind", "quantity", "outcome", "prompt_tokens")
+
+
+@dataclass
+class Decision:
+    """One LLM request of a replayed episode, with the answer it got and the oracle's view.
+
+    ``view`` enumerates the options at the decision point from the env's oracle (skill-free:
+    the same for any model); ``error_scale`` is the role's model-profile scale the run's
+    simulator applied (1.0 for a real model, whose roles are one model)."""
+
+    kind: str
+    role: str
+    context: RequestContext | None
+    text: str
+    prompt_tokens: int  # o200k count of the prompt (the simulator's measure of length)
+    occurrence: int  # how often the very same messages were asked before in the episode
+    index: int  # position of the request in the episode (0, 1, ...)
+    planner: str
+    env: str
+    complexity: str
+    task_id: str
+    trial: int
+    view: OracleView
+    error_scale: float = 1.0
+    messages: Sequence[Mapping[str, str]] = ()
+
+    @property
+    def task(self) -> str:
+        """The bootstrap unit: ``env/complexity/task_id``."""
+        return f"{self.env}/{self.complexity}/{self.task_id}"
+
+    def row(self, quantity: str, outcome: Any, **covariates: Any) -> Row:
+        """A table row of this decision (the required keys filled in)."""
+        return {
+            "task": self.task,
+            "role": self.role,
+            "kind": self.kind,
+            "quantity": quantity,
+            "outcome": outcome,
+            "prompt_tokens": self.prompt_tokens,
+            "planner": self.planner,
+            "trial": self.trial,
+            "error_scale": self.error_scale,
+            **covariates,
+        }
+
+
+Extractor = Callable[[Decision], list[Row]]
+
+EXTRACTORS: dict[str, list[Extractor]] = {}
+"""Request kind -> the extractors run on every decision of that kind (in registration order)."""
+
+
+def register_extractor(kind: str, fn: Extractor) -> Extractor:
+    """Add ``fn`` to the extractors of ``kind`` (usable as ``register_extractor(kind, fn)``)."""
+    EXTRACTORS.setdefault(str(kind), []).append(fn)
+    return fn
+
+
+@dataclass
+class Estimate:
+    """One parameter's estimate in one group (``pooled``, or ``role=planner``,
+    ``kind=act``, ...). ``parameter`` is a :class:`SkillProfile` field; only pooled,
+    identified estimates go into the written profile."""
+
+    parameter: str
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n: int = 0  # observations behind it (decisions, rows)
+    tasks: int = 0  # distinct tasks (the bootstrap unit)
+    identified: bool = False
+    reason: str = ""  # why (not) identified, one phrase
+    group: str = "pooled"
+    note: str = ""  # how it was measured, for the report
+
+
+@dataclass
+class FitOptions:
+    """What every fit gets besides the table."""
+
+    boot: int = 200  # bootstrap resamples over tasks
+    seed: int = 0
+    min_n: int = 30  # fewer observations: not identified
+    max_width: float = 0.5  # a wider 95 % interval: not identified
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Fit = Callable[[pd.DataFrame, FitOptions], list[Estimate]]
+
+FITS: dict[str, Fit] = {}
+"""Fit name -> fit. Each reads the rows it needs (by ``quantity``) and returns estimates."""
+
+
+def register_fit(name: str, fn: Fit) -> Fit:
+    """Register a fit under ``name`` (a later registration of the same name replaces it)."""
+    FITS[name] = fn
+    return fn
+
+
+def task_resamples(tasks: Sequence[str], boot: int, seed: int) -> list[np.ndarray]:
+    """``boot`` resamples of the distinct tasks, as a weight (multiplicity) per task index
+    of ``sorted(set(tasks))``: the bootstrap unit is the task."""
+    names = sorted(set(tasks))
+    rng = np.random.default_rng(seed)
+    return [
+        np.bincount(rng.integers(0, len(names), len(names)), minlength=len(names))
+        for _ in range(boot)
+    ]
+
+
+def bootstrap(
+    rows: pd.DataFrame,
+    statistic: Callable[[pd.DataFrame], float | None],
+    options: FitOptions,
+) -> tuple[float | None, float | None]:
+    """A 95 % percentile interval of ``statistic`` over resamples of ``rows``' tasks (each
+    resample draws tasks with replacement and takes all their rows)."""
+    if rows.empty:
+        return None, None
+    names = sorted(set(rows["task"]))
+    by_task = {t: g for t, g in rows.groupby("task", sort=False)}
+    rng = np.random.default_rng(options.seed)
+    values = []
+    for _ in range(options.boot):
+        picked = rng.integers(0, len(names), len(names))
+        sample = pd.concat([by_task[names[i]] for i in picked], ignore_index=True)
+        v = statistic(sample)
+        if v is not None and np.isfinite(v):
+            values.append(float(v))
+    if not values:
+        return None, None
+    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+def judged(
+    parameter: str,
+    value: float | None,
+    interval: tuple[float | None, float | None],
+    n: int,
+    tasks: int,
+    options: FitOptions,
+    *,
+    group: str = "pooled",
+    absent: str = "never observed",
+    note: str = "",
+) -> Estimate:
+    """An :class:`Estimate` with its ``identified`` flag and reason by the shared rules:
+    not observed (``absent`` says what never happened), fewer than ``min_n`` observations,
+    an interval wider than ``max_width``; else identified."""
+    lo, hi = interval
+    if n == 0 or value is None:
+        ok, reason = False, absent
+    elif n < options.min_n:
+        ok, reason = False, f"n={n} < {options.min_n}"
+    elif lo is None or hi is None:
+        ok, reason = False, "no bootstrap interval"
+    elif hi - lo > options.max_width:
+        ok, reason = False, f"interval width {hi - lo:.2f} > {options.max_width}"
+    else:
+        ok, reason = True, f"n={n} over {tasks} tasks"
+    return Estimate(parameter, value, lo, hi, n, tasks, ok, reason, group, note)
+
+
+def bernoulli(
+    rows: pd.DataFrame,
+    parameter: str,
+    options: FitOptions,
+    *,
+    absent: str,
+    note: str = "",
+    group: str = "pooled",
+) -> Estimate:
+    """The MLE of a Bernoulli rate (the mean of 0/1 ``outcome``) with its task bootstrap."""
+    n = len(rows)
+    tasks = rows["task"].nunique() if n else 0
+    value = float(rows["outcome"].astype(float).mean()) if n else None
+
+    def stat(d: pd.DataFrame) -> float:
+        return float(d["outcome"].astype(float).mean())
+
+    interval = bootstrap(rows, stat, options) if n else (None, None)
+    return judged(
+        parameter, value, interval, n, tasks, options, group=group, absent=absent, note=note
+    )
