@@ -1,13 +1,49 @@
 """The ``sim_vs_real`` study: the simulator with a fitted profile against a recorded real run.
 
-Calibration fits a profile on half of the recorded tasks; this study compares on the other half,
-so the comparison never scores the simulator on the tasks it was fitted to.
+``planarena experiment=sim_vs_real [sim_vs_real.real_run=DIR] [sim_vs_real.profile=FILE]``.
+
+A simulated result is worth as much as its answer to "would a real model rank the planners the
+same way?". This study replays a real-model run's episodes with the simulator playing a skill
+profile fitted to that model (``planarena-calibrate``), and compares the two on the run's
+held-out tasks (:func:`held_out`; calibration fits on the other half, so the simulator is never
+scored on the tasks it was fitted to): per planner completion (Wilson 95 %), tokens and LLM
+calls per episode (task-bootstrap 95 %) and failure-mode shares; the rank correlation of the
+planners by completion (Kendall tau-b, with a paired task-bootstrap interval); per planner the
+completion gap (paired, task bootstrap) and the failure modes whose shares differ most, each
+mapped to the simulator mechanism it points to (:data:`sim_vs_real_stats.MECHANISMS`).
+
+The job's planners, envs, complexities, tasks, seed, trials, faults and budgets are the real
+run's, copied from its ``.hydra/config.yaml`` (:mod:`sim_vs_real_config`). The simulator runs
+all of the real run's tasks (it is cheap); only the held-out ones enter the comparison, and tau
+on the fitted half is printed beside it as the in-sample figure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-def held_out(task_id: str) -> bool:
-    """True iff ``task_id``'s index (the integer after its last '-') is odd: the tasks
-    sim_vs_real compares on; calibration fits on the even ones, so the two never overlap."""
-    return int(task_id.rsplit("-", 1)[-1]) % 2 == 1
+import pandas as pd
+from planarena.experiments.studies.registry import PLAIN, Cell, Study, study
+from planarena.experiments.studies.sim_vs_real_config import Settings, check_config, held_out
+
+__all__ = ["SimVsReal", "held_out"]
+
+
+@study("sim_vs_real")
+class SimVsReal(Study):
+    """The simulator with a fitted profile against a recorded real run, on held-out tasks."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        check_config(config, Settings.of(config))
+        return [PLAIN]
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        from planarena.experiments.studies.sim_vs_real_report import write_comparison
+
+        s = Settings.of(config)
+        check_config(config, s)
+        return write_comparison(records, config, s, out_dir, seed=seed)

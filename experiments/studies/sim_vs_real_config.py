@@ -1,0 +1,264 @@
+"""The ``sim_vs_real`` job's config, taken from the recorded run it is compared with.
+
+A comparison is fair only when the simulator plays the real run's own episodes: the same
+planners (with their settings), envs, complexities, tasks, seed, trials, faults and budget.
+Typing them again on the command line is how they drift apart, so they are copied from the
+real run's ``.hydra/config.yaml`` into the job's config before the job starts, by a Hydra
+callback that ``configs/experiment/sim_vs_real.yaml`` installs (:class:`MirrorRealRun`; it
+runs before Hydra makes the run dir, so a refused job leaves nothing behind). The study then
+checks the job's config against the real run's again (:func:`mismatch`), so a config that
+did not come through the callback (``planarena.run`` from Python) is refused, never compared.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, open_dict
+from planarena.experiments.records.identity import FAMILY_DIGEST
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BLOCK = "sim_vs_real"
+DEFAULT_REAL_RUN = "tests/data/recordings/local-qwen/run"
+"""The shipped real-model recording, relative to the repository root."""
+
+PROFILE_NAME = "profile.yaml"
+"""Where a fitted profile sits by default: beside the real run dir (``<real_run>/../``)."""
+
+MIRRORED: tuple[str, ...] = (
+    "planner",
+    "env",
+    "complexity",
+    "n_tasks",
+    "seed",
+    "trials",
+    "trial_faults",
+    "faults",
+    "budget.max_tokens_per_episode",
+    "budget.max_llm_calls_per_episode",
+    "concurrent_llm_calls",
+    "executor",
+)
+"""The keys that make the real run's episodes what they are, copied as they are. A cost cap
+(``budget.max_cost_usd``) is not: it prices a real model, and the simulator costs nothing."""
+
+FAMILY_DIGEST_KEYS = (FAMILY_DIGEST,)
+"""Keys the runner adds to a family-file env's spec (its content's digest): not the user's."""
+
+
+def held_out(task_id: str) -> bool:
+    """True iff ``task_id``'s index (the integer after its last '-') is odd: the tasks
+    sim_vs_real compares on; calibration fits on the even ones, so the two never overlap."""
+    return int(task_id.rsplit("-", 1)[-1]) % 2 == 1
+
+
+def split(df: pd.DataFrame, *, held: bool) -> pd.DataFrame:
+    """The records of the held-out tasks (``held``) or of the fitted half."""
+    mask = df["task_id"].astype(str).map(held_out)
+    return df[mask if held else ~mask].reset_index(drop=True)
+
+
+class SimVsRealError(ValueError):
+    """A ``sim_vs_real`` input that is missing or does not fit (one line)."""
+
+
+def repo_root() -> Path:
+    """The repository (or installed tree) holding ``planarena``'s top-level folders, against
+    which the default recording's relative path is read."""
+    return Path(__file__).resolve().parents[2]
+
+
+def resolve_path(value: str | Path, key: str) -> Path:
+    """``value`` as an existing path: absolute as given, else relative to the working dir
+    if something is there, else to the repository root; a :class:`SimVsRealError` naming
+    ``key`` and both places when neither holds it."""
+    path = Path(str(value)).expanduser()
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, repo_root() / path]
+    for c in candidates:
+        if c.exists():
+            return c.resolve()
+    where = " or ".join(str(c) for c in candidates)
+    raise SimVsRealError(f"{BLOCK}.{key}={value}: no such file or dir ({where})")
+
+
+def real_run_dir(block: Mapping[str, Any] | None) -> Path:
+    """The real run dir named by the study's block (its default: the shipped recording),
+    checked to be a run dir (``.hydra/config.yaml`` and ``episodes.jsonl``)."""
+    value = (block or {}).get("real_run") or DEFAULT_REAL_RUN
+    path = resolve_path(value, "real_run")
+    for need in (Path(".hydra") / "config.yaml", Path("episodes.jsonl")):
+        if not (path / need).is_file():
+            raise SimVsRealError(
+                f"{BLOCK}.real_run={value}: {path} is not a run dir (no {need.as_posix()})"
+            )
+    return path
+
+
+def profile_of(block: Mapping[str, Any] | None, real_run: Path) -> str:
+    """The skill the simulator plays: a fitted profile's path (``.yaml``/``.yml``; default
+    ``<real_run>/../profile.yaml``), made absolute, or a named skill (``strong``, ``weak``:
+    what the uncalibrated simulator predicts)."""
+    value = (block or {}).get("profile")
+    if value is None:
+        default = real_run.parent / PROFILE_NAME
+        if not default.is_file():
+            raise SimVsRealError(
+                f"{BLOCK}.profile: no fitted profile at {default} (the default, beside the real "
+                f"run); fit one with planarena-calibrate {real_run} --out {default}, or name "
+                f"one with {BLOCK}.profile=PATH.yaml (or a named skill, e.g. strong)"
+            )
+        return str(default)
+    text = str(value)
+    if text.endswith((".yaml", ".yml")):
+        return str(resolve_path(text, "profile"))
+    return text
+
+
+def real_config(real_run: Path) -> dict[str, Any]:
+    """The real run's config (``.hydra/config.yaml``, interpolations resolved)."""
+    loaded = OmegaConf.load(real_run / ".hydra" / "config.yaml")
+    container = OmegaConf.to_container(loaded, resolve=True)
+    if not isinstance(container, dict):
+        raise SimVsRealError(f"{real_run}/.hydra/config.yaml: not a mapping")
+    if container.get("study"):
+        raise SimVsRealError(
+            f"{BLOCK}.real_run={real_run}: a run of study {container['study']}; compare a "
+            "plain run (one cell)"
+        )
+    return container
+
+
+def _get(config: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _bare(value: Any) -> Any:
+    """``value`` without what the runner adds (env digests), lists and mappings compared as
+    plain JSON-like values."""
+    if isinstance(value, Mapping):
+        return {str(k): _bare(v) for k, v in value.items() if k not in FAMILY_DIGEST_KEYS}
+    if isinstance(value, (list, tuple)):
+        return [_bare(v) for v in value]
+    return value
+
+
+def mirrored(real: Mapping[str, Any]) -> dict[str, Any]:
+    """The real run's values of :data:`MIRRORED` (dotted key -> value)."""
+    return {key: _bare(_get(real, key)) for key in MIRRORED}
+
+
+def mismatch(config: Mapping[str, Any], real: Mapping[str, Any]) -> str | None:
+    """The first mirrored key whose value in the job's ``config`` differs from the real
+    run's, as one line, else None."""
+    want = mirrored(real)
+    for key, value in want.items():
+        have = _bare(_get(config, key))
+        if isinstance(value, list) != isinstance(have, list) and key == "complexity":
+            value, have = _as_list(value), _as_list(have)
+        if have != value:
+            return (
+                f"{key} is {_short(have)} here but {_short(value)} in the real run; run it as "
+                f"planarena experiment=sim_vs_real (the real run's settings are copied in)"
+            )
+    llm = config.get("llm") or {}
+    if llm.get("backend", "sim") != "sim":
+        return f"llm.backend={llm.get('backend')}: sim_vs_real runs the simulator (llm=sim)"
+    return None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def mirror_into(cfg: DictConfig) -> None:
+    """Copy the real run's settings and the profile into the composed ``cfg`` in place."""
+    block = OmegaConf.to_container(cfg.get(BLOCK) or {}, resolve=True)
+    assert isinstance(block, dict)
+    real_run = real_run_dir(block)
+    real = real_config(real_run)
+    profile = profile_of(block, real_run)
+    with open_dict(cfg):
+        for key, value in mirrored(real).items():
+            OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+        cfg[BLOCK].real_run = str(real_run)
+        cfg[BLOCK].profile = profile
+        cfg.llm.skill = profile
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The study's block (``sim_vs_real:`` in the config), checked."""
+
+    real_run: Path
+    profile: str
+    n_boot: int
+    top_gaps: int
+    min_gap: float
+
+    @staticmethod
+    def of(config: Mapping[str, Any]) -> Settings:
+        """Read and check the block; a ValueError (one line) names what is wrong."""
+        block = config.get(BLOCK) or {}
+        real_run = real_run_dir(block)
+        n_boot = block.get("n_boot", 2000)
+        top = block.get("top_gaps", 3)
+        min_gap = block.get("min_gap", 0.05)
+        for key, value in (("n_boot", n_boot), ("top_gaps", top)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{BLOCK}.{key}={value!r}: a positive whole number")
+        if isinstance(min_gap, bool) or not isinstance(min_gap, (int, float)) or min_gap < 0:
+            raise ValueError(f"{BLOCK}.min_gap={min_gap!r}: a share in [0, 1]")
+        return Settings(real_run, profile_of(block, real_run), n_boot, top, float(min_gap))
+
+
+def check_config(config: Mapping[str, Any], s: Settings) -> dict[str, Any]:
+    """The real run's config, after checking that the job's config runs the real run's
+    episodes (a ValueError naming the first key that differs)."""
+    real = real_config(s.real_run)
+    problem = mismatch(config, real)
+    if problem is not None:
+        raise ValueError(f"{BLOCK}: {problem}")
+    return real
+
+
+class MirrorRealRun(Callback):
+    """Hydra callback of ``experiment=sim_vs_real``: the real run's settings into the job's
+    config before Hydra makes the run dir; a missing or unfit input stops the command with
+    one line and exit status 2, leaving nothing written."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        del kwargs
+        try:
+            mirror_into(config)
+        except SimVsRealError as exc:
+            _refuse(str(exc))
+        except Exception as exc:  # noqa: BLE001 - Hydra would only warn and run the defaults
+            _refuse(f"{BLOCK}: {type(exc).__name__}: {exc}")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        del config, kwargs
+        _refuse(
+            f"{BLOCK}: one job per comparison; drop -m (each real run is compared in its own job)"
+        )
+
+
+def _refuse(message: str) -> None:
+    print(f"planarena: {message}", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,135 @@
+"""``sim_vs_real``'s figure: each planner's completion on the held-out tasks, real against sim.
+
+Left (top in one column): one row per planner, ordered by the real model's completion, its
+real completion as a filled marker and the simulator's as an open one, each with its Wilson
+95 % interval, joined by a line (the gap). Right (bottom): the same pairs as points, real on x
+and sim on y, with the diagonal where the simulator is exact; a planner above it is
+over-predicted. Planners keep their fixed colours and markers (:mod:`figures.style`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from planarena.experiments.analysis.figures.output import save_figure
+from planarena.experiments.analysis.figures.style import (
+    FIGURE_VARIANTS,
+    new_figure,
+    paper_style,
+    planner_styles,
+)
+
+NAME = "sim_vs_real"
+
+
+def sim_vs_real_figure(
+    table: pd.DataFrame, planners: Sequence[str], width: float, tau: str = ""
+) -> Figure:
+    """The figure from :func:`sim_vs_real_stats.side_by_side`'s table."""
+    real = table[table["source"] == "real"].set_index("planner")
+    sim = table[table["source"] == "sim"].set_index("planner")
+    order = [p for p in planners if p in real.index and p in sim.index]
+    order.sort(key=lambda p: (real.at[p, "completion"], p))  # best at the top
+    styles = planner_styles(order)
+    one_col = width < 5
+    rows = 0.22 * len(order) + 0.9
+    height = rows + width * 0.9 if one_col else max(rows, 2.9)
+    with paper_style():
+        fig = new_figure(width, height)
+        if one_col:
+            ax_pairs, ax_scatter = fig.subplots(
+                2, 1, gridspec_kw={"height_ratios": [rows, width * 0.9]}
+            )
+        else:
+            ax_pairs, ax_scatter = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+        for y, p in enumerate(order):
+            st = styles[p]
+            r, s = real.loc[p], sim.loc[p]
+            ax_pairs.plot([r["completion"], s["completion"]], [y, y], color=st.color, linewidth=0.8)
+            for row, dy, face in ((r, 0.12, st.color), (s, -0.12, "white")):
+                ax_pairs.errorbar(
+                    row["completion"],
+                    y + dy,
+                    xerr=[
+                        [row["completion"] - row["completion_lo"]],
+                        [row["completion_hi"] - row["completion"]],
+                    ],
+                    marker=st.marker,
+                    markersize=4.5,
+                    markerfacecolor=face,
+                    markeredgecolor=st.color,
+                    color=st.color,
+                    elinewidth=0.7,
+                    capsize=0,
+                    linestyle="none",
+                )
+            ax_scatter.errorbar(
+                r["completion"],
+                s["completion"],
+                xerr=[
+                    [r["completion"] - r["completion_lo"]],
+                    [r["completion_hi"] - r["completion"]],
+                ],
+                yerr=[
+                    [s["completion"] - s["completion_lo"]],
+                    [s["completion_hi"] - s["completion"]],
+                ],
+                marker=st.marker,
+                markersize=4.5,
+                color=st.color,
+                elinewidth=0.5,
+                capsize=0,
+                linestyle="none",
+                alpha=0.9,
+            )
+        ax_pairs.set_yticks(range(len(order)), order)
+        ax_pairs.set_ylim(-0.6, len(order) - 0.4)
+        ax_pairs.set_xlim(-0.02, 1.02)
+        ax_pairs.set_xlabel("completion, held-out tasks (95 % Wilson)")
+        ax_pairs.grid(axis="x", alpha=0.25, linewidth=0.5)
+        ax_pairs.legend(
+            handles=[
+                Line2D([], [], marker="o", color="0.2", linestyle="none", label="real model"),
+                Line2D(
+                    [],
+                    [],
+                    marker="o",
+                    markerfacecolor="white",
+                    color="0.2",
+                    linestyle="none",
+                    label="simulator",
+                ),
+            ],
+            loc="lower right",
+            fontsize=7,
+            handletextpad=0.3,
+            borderaxespad=0.3,
+        )
+        ax_scatter.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8, zorder=0)
+        ax_scatter.set_xlim(-0.02, 1.02)
+        ax_scatter.set_ylim(-0.02, 1.02)
+        ax_scatter.set_aspect("equal", adjustable="box")
+        ax_scatter.set_xlabel("completion, real model")
+        ax_scatter.set_ylabel("completion, simulator")
+        ax_scatter.grid(alpha=0.25, linewidth=0.5)
+        if tau:
+            ax_scatter.set_title(f"ranking: {tau}", fontsize=8)
+    return fig
+
+
+def write_sim_vs_real_figures(
+    table: pd.DataFrame, planners: Sequence[str], out_dir: Path, *, tau: str = ""
+) -> list[Path]:
+    """``sim_vs_real.{pdf,png}`` (7 in) and ``sim_vs_real-1col.{pdf,png}`` (3.4 in)."""
+    paths: list[Path] = []
+    if table.empty:
+        return paths
+    for suffix, width in FIGURE_VARIANTS:
+        paths += save_figure(
+            sim_vs_real_figure(table, planners, width, tau), out_dir / f"{NAME}{suffix}"
+        )
+    return paths

@@ -1,0 +1,268 @@
+"""``sim_vs_real``'s files: ``sim_vs_real.md``, ``sim_vs_real.csv`` and its figure, from the
+simulator's records and the real run's."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from planarena.experiments.records import EPISODES, load_records, measured
+from planarena.experiments.studies.sim_vs_real_config import Settings, split
+from planarena.experiments.studies.sim_vs_real_stats import (
+    completion_gaps,
+    disagreements,
+    failure_modes,
+    side_by_side,
+    tau_with_interval,
+    tokens_column,
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the files show, computed once."""
+
+    table: pd.DataFrame
+    """One row per planner x source (held-out tasks)."""
+    gaps: pd.DataFrame
+    """Per planner: sim minus real completion with its paired interval."""
+    tau: dict[str, Any]
+    """Held-out tau and its interval."""
+    tau_fit: dict[str, Any]
+    """The same on the fitted half (in-sample)."""
+    disagree: pd.DataFrame
+    """Per planner, the failure modes whose shares differ most, and their mechanisms."""
+    modes: list[str]
+    tokens: str
+    planners: list[str]
+    real_label: str
+    sim_label: str
+
+
+def compare(
+    sim: pd.DataFrame, real: pd.DataFrame, planners: Sequence[str], s: Settings, *, seed: int
+) -> Comparison:
+    """The comparison of ``sim``'s records with ``real``'s on the held-out tasks."""
+    present = [
+        p
+        for p in planners
+        if p in set(real["planner"].astype(str)) and p in set(sim["planner"].astype(str))
+    ]
+    held = {"real": split(real, held=True), "sim": split(sim, held=True)}
+    fit = {"real": split(real, held=False), "sim": split(sim, held=False)}
+    modes = failure_modes(held)
+    tokens = tokens_column(held["real"], held["sim"])
+    table = side_by_side(held, present, modes, tokens, seed=seed, n_boot=s.n_boot)
+    gaps = completion_gaps(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
+    tau = tau_with_interval(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
+    tau_fit = tau_with_interval(
+        fit["real"], fit["sim"], present, seed=seed, n_boot=s.n_boot, label="fit"
+    )
+    disagree = disagreements(table, modes, top=s.top_gaps, min_gap=s.min_gap)
+    return Comparison(
+        table,
+        gaps,
+        tau,
+        tau_fit,
+        disagree,
+        modes,
+        tokens,
+        present,
+        _label(real),
+        _label(sim),
+    )
+
+
+def _label(df: pd.DataFrame) -> str:
+    values = sorted(set(df["llm"].astype(str))) if "llm" in df.columns else []
+    return ", ".join(values) or "?"
+
+
+def write_comparison(
+    records: pd.DataFrame, config: Mapping[str, Any], s: Settings, out_dir: Path, *, seed: int
+) -> str:
+    """Write the study's files into ``out_dir``; returns the Markdown."""
+    from planarena.experiments.studies.sim_vs_real_config import real_config
+
+    real = measured(load_records(s.real_run / EPISODES))
+    order = list(real_config(s.real_run).get("planner") or config.get("planner") or {})
+    c = compare(records, real, order, s, seed=seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv = c.table.merge(c.gaps, on="planner", how="left")
+    csv.insert(2, "tokens_basis", c.tokens)
+    csv.to_csv(out_dir / "sim_vs_real.csv", index=False)
+    text = markdown(c, s)
+    (out_dir / "sim_vs_real.md").write_text(text)
+    from planarena.experiments.studies.sim_vs_real_figure import write_sim_vs_real_figures
+
+    write_sim_vs_real_figures(c.table, c.planners, out_dir / "figures", tau=_tau_short(c.tau))
+    return text
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.0f} %"
+
+
+def _pp(x: float) -> str:
+    return "–" if math.isnan(x) else f"{100 * x:+.0f}"
+
+
+def _num(x: float) -> str:
+    return "–" if math.isnan(x) else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
+def _tau(t: Mapping[str, Any]) -> str:
+    if math.isnan(t["tau"]):
+        return "undefined (a ranking of all ties, or fewer than two planners)"
+    return f"{t['tau']:+.2f} [{t['tau_lo']:+.2f}, {t['tau_hi']:+.2f}]"
+
+
+def _tau_short(t: Mapping[str, Any]) -> str:
+    if math.isnan(t["tau"]):
+        return "τ_b undefined"
+    return f"τ_b = {t['tau']:+.2f} [{t['tau_lo']:+.2f}, {t['tau_hi']:+.2f}]"
+
+
+def verdict(c: Comparison) -> list[str]:
+    """The closing note: whether the simulator predicts the ranking, which planners it gets
+    wrong, and where the mechanisms point."""
+    t = c.tau
+    lines: list[str] = []
+    if math.isnan(t["tau"]):
+        lines.append("- The ranking cannot be compared: " + _tau(t) + ".")
+    elif t["tau_lo"] > 0:
+        how = "exactly" if t["tau"] == 1 else "better than chance"
+        lines.append(
+            f"- **The simulator predicts this model's ranking of the planners {how}**: "
+            f"τ_b = {_tau(t)}, the interval clear of 0 over {t['tasks']} held-out tasks."
+        )
+    else:
+        lines.append(
+            f"- **The simulator does not predict this model's ranking at this n**: "
+            f"τ_b = {_tau(t)}, the interval includes 0 ({t['tasks']} held-out tasks)."
+        )
+    wrong = c.gaps[c.gaps["verdict"] != "agrees"]
+    if wrong.empty:
+        lines.append(
+            "- No planner's completion differs beyond the noise (every paired interval of sim "
+            "minus real includes 0)."
+        )
+    else:
+        parts = [
+            f"{r.planner} ({r.verdict.removeprefix('sim ')}, {_pp(r.gap)} pp "
+            f"[{_pp(r.gap_lo)}, {_pp(r.gap_hi)}])"
+            for r in wrong.itertuples()
+        ]
+        lines.append("- Planners it gets wrong: " + "; ".join(parts) + ".")
+    ranks = c.table.pivot(index="planner", columns="source", values="rank").reindex(c.planners)
+    moved = (ranks["sim"] - ranks["real"]).abs().sort_values(ascending=False, kind="stable")
+    moved = moved[moved >= 2]
+    if not moved.empty:
+        lines.append(
+            "- Largest rank moves (real → sim): "
+            + ", ".join(
+                f"{p} {ranks.at[p, 'real']:g} → {ranks.at[p, 'sim']:g}" for p in moved.index[:4]
+            )
+            + "."
+        )
+    if not c.disagree.empty:
+        top = c.disagree.reindex(c.disagree["gap"].abs().sort_values(ascending=False).index)
+        counts = top["failure_mode"].value_counts()
+        mode = str(counts.index[0])
+        n = int(counts.iloc[0])
+        sign = top[top["failure_mode"] == mode]["gap"].mean()
+        lines.append(
+            f"- The gap most planners share: `{mode}` ({n} planner(s), the simulator "
+            f"{'too often' if sign > 0 else 'too rarely'}), which points to "
+            f"{top[top['failure_mode'] == mode]['mechanism'].iloc[0]}."
+        )
+    return lines
+
+
+def markdown(c: Comparison, s: Settings) -> str:
+    """The study's page."""
+    t = c.tau
+    table = c.table
+    by = {(r["planner"], r["source"]): r for r in table.to_dict("records")}
+    gaps = c.gaps.set_index("planner") if not c.gaps.empty else pd.DataFrame()
+    lines = [
+        "# Simulator against a real model",
+        "",
+        f"Real run: `{s.real_run}` ({c.real_label}); simulator: {c.sim_label}, profile "
+        f"`{s.profile}`. Compared on the **held-out** tasks (odd task index; calibration fits "
+        f"on the even ones): {t['tasks']} tasks, {len(c.planners)} planners. Tokens per "
+        f"episode are `{c.tokens}`.",
+        "",
+        "## Ranking",
+        "",
+        f"Kendall τ_b of the planners by completion, real against sim: **{_tau(t)}** (95 % "
+        f"percentile bootstrap over held-out tasks, {t['n_boot']} resamples, both rankings "
+        f"recomputed on the same drawn tasks"
+        + (
+            f"; {t['undefined']} resamples with an all-tied ranking left out"
+            if t["undefined"]
+            else ""
+        )
+        + f"). On the fitted half (in-sample, {c.tau_fit['tasks']} tasks): {_tau(c.tau_fit)}.",
+        "",
+        "## Side by side (held-out tasks)",
+        "",
+        "| planner | completion real [95 % CI] | completion sim [95 % CI] | sim − real, pp "
+        "[95 % CI] | rank real | rank sim | tokens/episode real | sim | LLM calls/episode "
+        "real | sim |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for p in c.planners:
+        r, m = by[(p, "real")], by[(p, "sim")]
+        g = gaps.loc[p] if p in gaps.index else None
+        gap = f"{_pp(g['gap'])} [{_pp(g['gap_lo'])}, {_pp(g['gap_hi'])}]" if g is not None else "–"
+        lines.append(
+            f"| {p} | {_pct(r['completion'])} [{_pct(r['completion_lo'])}, "
+            f"{_pct(r['completion_hi'])}] | {_pct(m['completion'])} [{_pct(m['completion_lo'])}, "
+            f"{_pct(m['completion_hi'])}] | {gap} | {r['rank']:g} | {m['rank']:g} | "
+            f"{_num(r['tokens_mean'])} | {_num(m['tokens_mean'])} | {_num(r['calls_mean'])} | "
+            f"{_num(m['calls_mean'])} |"
+        )
+    failing = [m for m in c.modes if m != "none"]
+    lines += [
+        "",
+        "## Failure modes (share of the planner's held-out episodes, real / sim)",
+        "",
+        "| planner | " + " | ".join(f"`{m}`" for m in failing) + " |",
+        "| --- |" + " ---: |" * len(failing),
+    ]
+    for p in c.planners:
+        r, m = by[(p, "real")], by[(p, "sim")]
+        cells = [f"{_pct(r[f'share_{k}'])} / {_pct(m[f'share_{k}'])}" for k in failing]
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Where they disagree",
+        "",
+        f"Per planner the failure modes whose shares differ most (sim − real, at least "
+        f"{100 * s.min_gap:g} pp, at most {s.top_gaps}), and the simulator mechanism each "
+        "points to: a positive gap says the simulator makes that failure too often for this "
+        "model (the mechanism's probability is set too high), a negative one too rarely.",
+        "",
+    ]
+    if c.disagree.empty:
+        lines.append("No failure mode's share differs by that much for any planner.")
+    else:
+        lines += [
+            "| planner | failure mode | real | sim | gap, pp | points to |",
+            "| --- | --- | ---: | ---: | ---: | --- |",
+        ]
+        for r in c.disagree.itertuples():
+            lines.append(
+                f"| {r.planner} | `{r.failure_mode}` | {_pct(r.real_share)} | "
+                f"{_pct(r.sim_share)} | {_pp(r.gap)} | {r.mechanism} |"
+            )
+    lines += ["", "## Verdict", "", *verdict(c)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,307 @@
+"""The numbers of ``sim_vs_real``: per planner and source, the rank correlation and its
+interval, and where the two sources disagree.
+
+The task is the unit: a held-out task (env, complexity, task id) carries every planner's
+episodes of it, in both sources, so one bootstrap resample of tasks moves all of them together
+(paired) and both rankings are recomputed on the same tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from planarena.experiments.analysis.stats import (
+    FloatArray,
+    boot_rng,
+    percentile_interval,
+    task_weights,
+    wilson_interval,
+)
+
+SOURCES = ("real", "sim")
+
+MECHANISMS: Mapping[str, str] = {
+    "malformed_output": "p_malformed, p_sloppy_json (JSON plans), p_malformed_text / "
+    "p_sloppy_text (text turns): output that does not parse",
+    "false_success": "p_miss_signal (a wrong result taken at face value), check_coverage "
+    "(the plan's checks that would flag it), judge_accuracy (a judge accepting it)",
+    "hallucinated_tool_call": "w_hallucinate (among wrong decisions, inventing a tool) and "
+    "p_correct (how often a decision is wrong at all)",
+    "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency) and "
+    "p_correct (how often a decision is wrong at all)",
+    "precondition_unverified": "w_premise (a guessed argument), w_unchecked (an omitted "
+    "post-condition), and p_correct (how often a decision is wrong at all)",
+    "dead_end": "p_trap (the attractive dead end preferred), p_persist (staying on it), "
+    "rollout_optimism (a doomed line imagined to succeed)",
+    "gave_up_after_tool_failure": "w_stop (among wrong decisions, stopping early), p_persist "
+    "(repeating the failed call instead of moving on), p_correct",
+    "budget_exhausted": "p_correct and context_scale_tokens (the right-move rate and its "
+    "decay with prompt length: loops that never finish), and the token/call budget and "
+    "context window",
+    "correctly_reported_unreachable": "p_correct and p_miss_signal on unreachable tasks "
+    "(seeing the missing data and saying so instead of answering or giving up); which tasks "
+    "are unreachable is the env's (faults.unreachable_rate), the same in both",
+}
+"""Each failure mode to the simulator mechanism (skill-profile fields, docs/simulator.md)
+whose value a gap in that mode's share points to."""
+
+UNMAPPED = "no simulator mechanism listed for this mode"
+
+TIE_DECIMALS = 12
+"""Completion rates equal to this many decimals count as tied in a ranking."""
+
+
+# --------------------------------------------------------------------------- rank correlation
+
+
+def kendall_tau_b(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float:
+    """Kendall's tau-b of two paired samples (ties in either corrected for); NaN when either
+    sample is constant (no ranking to correlate)."""
+    tau = kendall_tau_b_rows(
+        np.asarray(x, dtype=float)[None, :], np.asarray(y, dtype=float)[None, :]
+    )
+    return float(tau[0])
+
+
+def kendall_tau_b_rows(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Row-wise :func:`kendall_tau_b` of two ``(rows, n)`` arrays:
+    ``(n_c - n_d) / sqrt((n_0 - n_x) (n_0 - n_y))`` over the ``n_0`` pairs, ``n_x`` and ``n_y``
+    the pairs tied in x and in y; NaN for a row where every pair is tied in x or in y."""
+    x = np.round(np.asarray(x, dtype=float), TIE_DECIMALS)
+    y = np.round(np.asarray(y, dtype=float), TIE_DECIMALS)
+    n = x.shape[1]
+    i, j = np.triu_indices(n, k=1)
+    dx = np.sign(x[:, i] - x[:, j])
+    dy = np.sign(y[:, i] - y[:, j])
+    n0 = i.size
+    untied_x = n0 - (dx == 0).sum(axis=1)
+    untied_y = n0 - (dy == 0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = (dx * dy).sum(axis=1) / np.sqrt(untied_x * untied_y)
+    return np.where((untied_x > 0) & (untied_y > 0), tau, np.nan)
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """Ranks, 1 = highest completion; tied values share their average rank."""
+    s = pd.Series(np.round(np.asarray(values, dtype=float), TIE_DECIMALS))
+    return s.rank(ascending=False, method="average").tolist()
+
+
+# --------------------------------------------------------------------------- per-task arrays
+
+
+def task_key(df: pd.DataFrame) -> pd.Series:
+    """``env/complexity/task_id``: the bootstrap unit."""
+    return (
+        df["env"].astype(str) + "/" + df["complexity"].astype(str) + "/" + df["task_id"].astype(str)
+    )
+
+
+def task_matrix(
+    df: pd.DataFrame, value: str, tasks: Sequence[str], planners: Sequence[str]
+) -> tuple[FloatArray, FloatArray]:
+    """(sum of ``value``, episode count) per task x planner (rows ``tasks``, columns
+    ``planners``); zeros where a planner has no episode of a task."""
+    work = pd.DataFrame(
+        {"task": task_key(df), "planner": df["planner"].astype(str), "v": df[value].astype(float)}
+    )
+    grouped = work.groupby(["task", "planner"], sort=False)["v"]
+    sums = grouped.sum().unstack("planner").reindex(index=tasks, columns=planners)
+    counts = grouped.size().unstack("planner").reindex(index=tasks, columns=planners)
+    return sums.fillna(0.0).to_numpy(float), counts.fillna(0.0).to_numpy(float)
+
+
+def tau_with_interval(
+    real: pd.DataFrame,
+    sim: pd.DataFrame,
+    planners: Sequence[str],
+    *,
+    seed: int,
+    n_boot: int,
+    label: str = "held_out",
+) -> dict[str, Any]:
+    """Kendall tau-b of the planners' completion, real against sim, and its percentile
+    bootstrap 95 % interval over the tasks both sources ran (each resample recomputes both
+    rankings on the same drawn tasks); ``undefined`` counts resamples with a ranking of all
+    ties (left out of the interval)."""
+    tasks = sorted(set(task_key(real)) & set(task_key(sim)))
+    out: dict[str, Any] = {"tasks": len(tasks), "planners": len(planners), "n_boot": n_boot}
+    if len(tasks) == 0 or len(planners) < 2:
+        return {**out, "tau": math.nan, "tau_lo": math.nan, "tau_hi": math.nan, "undefined": 0}
+    sr, nr = task_matrix(real, "success", tasks, planners)
+    ss, ns = task_matrix(sim, "success", tasks, planners)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = kendall_tau_b(sr.sum(0) / nr.sum(0), ss.sum(0) / ns.sum(0))
+    rng = boot_rng(seed, "sim_vs_real", "tau", label)
+    parts = []
+    for w in task_weights(rng, len(tasks), n_boot):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts.append(kendall_tau_b_rows((w @ sr) / (w @ nr), (w @ ss) / (w @ ns)))
+    taus = np.concatenate(parts)
+    lo, hi = percentile_interval(taus, 0.95)
+    return {**out, "tau": tau, "tau_lo": lo, "tau_hi": hi, "undefined": int(np.isnan(taus).sum())}
+
+
+def completion_gaps(
+    real: pd.DataFrame, sim: pd.DataFrame, planners: Sequence[str], *, seed: int, n_boot: int
+) -> pd.DataFrame:
+    """Per planner: sim's completion minus real's on the tasks both ran, with a paired
+    percentile-bootstrap 95 % interval over tasks; ``verdict`` says whether the simulator
+    over- or under-predicts (interval clear of 0) or agrees within the noise."""
+    tasks = sorted(set(task_key(real)) & set(task_key(sim)))
+    rows = []
+    if not tasks:
+        return pd.DataFrame(columns=["planner", "gap", "gap_lo", "gap_hi", "verdict"])
+    sr, nr = task_matrix(real, "success", tasks, planners)
+    ss, ns = task_matrix(sim, "success", tasks, planners)
+    rng = boot_rng(seed, "sim_vs_real", "gap")
+    draws = []
+    for w in task_weights(rng, len(tasks), n_boot):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            draws.append((w @ ss) / (w @ ns) - (w @ sr) / (w @ nr))
+    boot = np.concatenate(draws)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = ss.sum(0) / ns.sum(0) - sr.sum(0) / nr.sum(0)
+    for k, planner in enumerate(planners):
+        lo, hi = percentile_interval(boot[:, k], 0.95)
+        gap = float(point[k])
+        if lo > 0:
+            verdict = "sim over-predicts"
+        elif hi < 0:
+            verdict = "sim under-predicts"
+        else:
+            verdict = "agrees"
+        rows.append(
+            {"planner": planner, "gap": gap, "gap_lo": lo, "gap_hi": hi, "verdict": verdict}
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- side by side
+
+
+def tokens_column(real: pd.DataFrame, sim: pd.DataFrame) -> str:
+    """``tokens_o200k`` when both sources carry it (one tokenizer for both: a real server's
+    own count is in its model's tokens), else ``tokens_total``."""
+    both = all("tokens_o200k" in d.columns and d["tokens_o200k"].notna().all() for d in (real, sim))
+    return "tokens_o200k" if both else "tokens_total"
+
+
+def _boot_mean(
+    df: pd.DataFrame, value: str, rng: np.random.Generator, n_boot: int
+) -> tuple[float, float]:
+    """Task-bootstrap 95 % interval of the per-episode mean of ``value``."""
+    per = pd.DataFrame({"task": task_key(df), "v": df[value].astype(float)})
+    g = per.groupby("task", sort=True)["v"]
+    sums, counts = g.sum().to_numpy(float), g.size().to_numpy(float)
+    if sums.size == 0:
+        return (math.nan, math.nan)
+    parts = [(w @ sums) / (w @ counts) for w in task_weights(rng, sums.size, n_boot)]
+    return percentile_interval(np.concatenate(parts), 0.95)
+
+
+def side_by_side(
+    sources: Mapping[str, pd.DataFrame],
+    planners: Sequence[str],
+    modes: Sequence[str],
+    tokens: str,
+    *,
+    seed: int,
+    n_boot: int,
+) -> pd.DataFrame:
+    """One row per planner x source: episodes, tasks, completion (Wilson 95 %), mean tokens
+    and LLM calls per episode (task-bootstrap 95 %), rank by completion, and each failure
+    mode's share of the episodes (``share_<mode>``; ``none`` is the completion)."""
+    rows: list[dict[str, Any]] = []
+    for source, df in sources.items():
+        rates = {}
+        for planner in planners:
+            part = df[df["planner"].astype(str) == planner]
+            n = len(part)
+            wins = int(part["success"].astype(bool).sum())
+            lo, hi = wilson_interval(wins, n) if n else (math.nan, math.nan)
+            rates[planner] = wins / n if n else math.nan
+            t_lo, t_hi = _boot_mean(
+                part, tokens, boot_rng(seed, "sim_vs_real", source, planner, "tokens"), n_boot
+            )
+            c_lo, c_hi = _boot_mean(
+                part, "llm_calls", boot_rng(seed, "sim_vs_real", source, planner, "calls"), n_boot
+            )
+            row: dict[str, Any] = {
+                "planner": planner,
+                "source": source,
+                "episodes": n,
+                "tasks": int(task_key(part).nunique()),
+                "completion": rates[planner],
+                "completion_lo": lo,
+                "completion_hi": hi,
+                "tokens_mean": float(part[tokens].astype(float).mean()) if n else math.nan,
+                "tokens_lo": t_lo,
+                "tokens_hi": t_hi,
+                "calls_mean": float(part["llm_calls"].astype(float).mean()) if n else math.nan,
+                "calls_lo": c_lo,
+                "calls_hi": c_hi,
+            }
+            counts = part["failure_mode"].astype(str).value_counts()
+            for mode in modes:
+                row[f"share_{mode}"] = float(counts.get(mode, 0)) / n if n else math.nan
+            rows.append(row)
+        ranks = average_ranks([rates[p] for p in planners])
+        for row, rank in zip(rows[-len(planners) :], ranks, strict=True):
+            row["rank"] = rank
+    return pd.DataFrame(rows)
+
+
+def failure_modes(sources: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The failure modes either source shows, ``none`` first, then by total count."""
+    counts = pd.concat([d["failure_mode"].astype(str) for d in sources.values()]).value_counts()
+    return ["none", *[m for m in counts.index if m != "none"]]
+
+
+def disagreements(
+    table: pd.DataFrame, modes: Sequence[str], *, top: int, min_gap: float
+) -> pd.DataFrame:
+    """Per planner, its failure modes whose share of episodes differs most between the
+    sources (sim minus real, ``|gap| >= min_gap``, at most ``top``), each with the simulator
+    mechanism it points to (:data:`MECHANISMS`): a positive gap says the simulator makes that
+    failure too often, so the mechanism's probability is set too high for this model."""
+    rows = []
+    for planner, part in table.groupby("planner", sort=False):
+        by = part.set_index("source")
+        if not set(SOURCES) <= set(by.index):
+            continue
+        gaps = [
+            (mode, float(by.at["sim", f"share_{mode}"] - by.at["real", f"share_{mode}"]))
+            for mode in modes
+            if mode != "none"
+        ]
+        gaps = [g for g in gaps if not math.isnan(g[1]) and abs(g[1]) >= min_gap]
+        gaps.sort(key=lambda g: (-abs(g[1]), g[0]))
+        for mode, gap in gaps[:top]:
+            rows.append(
+                {
+                    "planner": planner,
+                    "failure_mode": mode,
+                    "real_share": float(by.at["real", f"share_{mode}"]),
+                    "sim_share": float(by.at["sim", f"share_{mode}"]),
+                    "gap": gap,
+                    "direction": "sim too often" if gap > 0 else "sim too rarely",
+                    "mechanism": MECHANISMS.get(mode, UNMAPPED),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "planner",
+            "failure_mode",
+            "real_share",
+            "sim_share",
+            "gap",
+            "direction",
+            "mechanism",
+        ],
+    )

@@ -1,0 +1,227 @@
+"""experiment=sim_vs_real with a simulated run standing in for the real one: against the
+profile that made it, the comparison is exact; against a very different one, the failure-mode
+gaps point to the mechanisms that differ; the held-out split; a missing real run refused."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from planarena.experiments.studies.sim_vs_real import held_out
+from planarena.experiments.studies.sim_vs_real_config import mirror_into, profile_of
+from planarena.experiments.studies.sim_vs_real_stats import (
+    MECHANISMS,
+    kendall_tau_b,
+    kendall_tau_b_rows,
+)
+from planarena.planners.llm.profiles import SKILLS, SkillProfile
+
+from planarena import api
+
+BIN = Path(sys.executable).parent
+GRID = [
+    "planner=[react,plan_execute_replan,tot,bfs]",
+    "env=[report]",
+    "n_tasks=8",
+    "progress=false",
+    "workers=1",
+    "figures=false",
+    "write_traces=false",
+]
+ERROR_MODES = (
+    "hallucinated_tool_call",
+    "plan_logic_error",
+    "malformed_output",
+    "false_success",
+    "precondition_unverified",
+)
+"""Failure modes a perfect model never makes for a reason of its own."""
+
+
+def recorded(tmp: Path, skill: str) -> Path:
+    """A simulated run playing the real model (``skill``)."""
+    run_dir = tmp / f"real-{skill}"
+    api.run([*GRID, f"llm.skill={skill}"], run_dir=run_dir)
+    return run_dir
+
+
+def compared(tmp: Path, real_run: Path, profile: str) -> Path:
+    """``experiment=sim_vs_real`` against ``real_run`` with ``profile``; the job's overrides
+    name none of the real run's settings (they are copied from it)."""
+    cfg = api.compose(
+        [
+            "experiment=sim_vs_real",
+            f"sim_vs_real.real_run={real_run}",
+            f"sim_vs_real.profile={profile}",
+            "sim_vs_real.n_boot=400",
+            "progress=false",
+            "workers=1",
+            "figures=false",
+            "write_traces=false",
+        ]
+    )
+    mirror_into(cfg)
+    run_dir = tmp / f"sim-{profile}-vs-{real_run.name}"
+    api.run(config=cfg, run_dir=run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def weak_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return recorded(tmp_path_factory.mktemp("svr"), "weak")
+
+
+def table(run_dir: Path) -> pd.DataFrame:
+    return pd.read_csv(run_dir / "sim_vs_real.csv")
+
+
+def tau_of(run_dir: Path) -> tuple[float, float, float]:
+    text = (run_dir / "sim_vs_real.md").read_text()
+    m = re.search(r"\*\*([+-]\d\.\d\d) \[([+-]\d\.\d\d), ([+-]\d\.\d\d)\]\*\*", text)
+    assert m, text[:800]
+    return float(m[1]), float(m[2]), float(m[3])
+
+
+def test_against_the_profile_that_made_the_run_the_comparison_is_exact(
+    weak_run: Path, tmp_path: Path
+) -> None:
+    out = compared(tmp_path, weak_run, "weak")
+    t = table(out)
+    real = t[t["source"] == "real"].set_index("planner")
+    sim = t[t["source"] == "sim"].set_index("planner")
+    assert list(real.index) == ["react", "plan_execute_replan", "tot", "bfs"]
+    cols = ["episodes", "completion", "tokens_mean", "calls_mean", "rank"]
+    cols += [c for c in t.columns if c.startswith("share_")]
+    pd.testing.assert_frame_equal(real[cols], sim[cols])
+    assert real["completion"].nunique() > 1  # a ranking to correlate, not all ties
+    assert (real["episodes"] == 4 * 3).all()  # held-out only: tasks 1, 3, 5, 7 of 3 levels
+    assert tau_of(out) == (1.0, 1.0, 1.0)
+    assert (t["verdict"] == "agrees").all()
+    assert "No failure mode's share differs" in (out / "sim_vs_real.md").read_text()
+    for name in ("sim_vs_real.png", "sim_vs_real-1col.png", "sim_vs_real.pdf"):
+        assert (out / "figures" / name).stat().st_size > 1000
+    # the job ran the real run's settings, though its overrides named none of them
+    sim_records = api.load(out)
+    assert sorted(set(sim_records["task_id"])) == sorted(set(api.load(weak_run)["task_id"]))
+
+
+def _fields(text: str) -> set[str]:
+    return {f for f in SkillProfile.model_fields if re.search(rf"\b{f}\b", text)}
+
+
+def test_every_mapped_mode_names_real_skill_fields() -> None:
+    for mode, mechanism in MECHANISMS.items():
+        assert _fields(mechanism), f"{mode}: {mechanism} names no SkillProfile field"
+
+
+@pytest.mark.parametrize(
+    ("real_skill", "sim_skill", "sign"), [("weak", "perfect", -1), ("perfect", "weak", +1)]
+)
+def test_against_a_different_profile_the_gaps_point_to_the_mechanisms_that_differ(
+    weak_run: Path, tmp_path: Path, real_skill: str, sim_skill: str, sign: int
+) -> None:
+    real_run = weak_run if real_skill == "weak" else recorded(tmp_path, real_skill)
+    out = compared(tmp_path, real_run, sim_skill)
+    text = (out / "sim_vs_real.md").read_text()
+    rows = text.split("## Where they disagree")[1].split("## Verdict")[0]
+    listed = re.findall(
+        r"^\| (\w+) \| `(\w+)` \| (\d+) % \| (\d+) % \| ([+-]\d+) \| (.+) \|$", rows, re.M
+    )
+    assert listed, rows
+    differ = {
+        f
+        for f in SkillProfile.model_fields
+        if getattr(SKILLS["weak"], f) != getattr(SKILLS["perfect"], f)
+    }
+    errors = [r for r in listed if r[1] in ERROR_MODES]
+    assert errors, listed  # a weak model's own mistakes are where the two differ
+    for _planner, mode, _real, _sim, gap, mechanism in errors:
+        # a perfect simulator makes a weak model's mistakes too rarely, and the reverse
+        assert int(gap) * sign > 0, (mode, gap)
+        # and the mechanism named is one whose value differs between the two profiles
+        assert _fields(mechanism) & differ, (mode, mechanism)
+        assert mechanism == MECHANISMS[mode]
+    t = table(out)
+    wrong = t[(t["source"] == "sim") & (t["verdict"] != "agrees")]
+    assert len(wrong) >= 2  # completion far apart, beyond the paired interval
+    assert all(
+        v == ("sim under-predicts" if sign > 0 else "sim over-predicts") for v in wrong["verdict"]
+    )
+
+
+def test_held_out_is_the_odd_task_index() -> None:
+    assert held_out("report-simple-0003")
+    assert not held_out("report-simple-0004")
+    assert not held_out("research-complex-0000")
+    assert held_out("my-family-with-dashes-medium-0011")
+    assert [held_out(f"x-{i:04d}") for i in range(6)] == [False, True] * 3
+
+
+def test_kendall_tau_b_matches_its_definition_with_ties() -> None:
+    def reference(x: list[float], y: list[float]) -> float:
+        nc = nd = tx = ty = 0
+        for (a, b), (c, d) in itertools.combinations(zip(x, y, strict=True), 2):
+            s = np.sign(a - c) * np.sign(b - d)
+            nc, nd = nc + (s > 0), nd + (s < 0)
+            tx, ty = tx + (a == c), ty + (b == d)
+        n0 = len(x) * (len(x) - 1) // 2
+        return (nc - nd) / math.sqrt((n0 - tx) * (n0 - ty))
+
+    assert kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
+    assert kendall_tau_b([1, 2, 3], [3, 2, 1]) == -1.0
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        x, y = rng.integers(0, 4, 7).tolist(), rng.integers(0, 4, 7).tolist()
+        if len(set(x)) > 1 and len(set(y)) > 1:
+            assert kendall_tau_b(x, y) == pytest.approx(reference(x, y))
+    assert math.isnan(kendall_tau_b([0.5, 0.5, 0.5], [1, 2, 3]))  # no ranking to correlate
+    rows = kendall_tau_b_rows(np.array([[1.0, 2, 3], [1, 1, 1]]), np.array([[1.0, 2, 3]] * 2))
+    assert rows[0] == 1.0 and math.isnan(rows[1])
+
+
+def test_a_missing_real_run_is_one_line_and_exit_2_with_nothing_written(tmp_path: Path) -> None:
+    run_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            BIN / "planarena",
+            "experiment=sim_vs_real",
+            f"sim_vs_real.real_run={tmp_path / 'no-such-run'}",
+            f"hydra.run.dir={run_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "sim_vs_real.real_run=" in lines[0] and "no such" in lines[0]
+    assert not run_dir.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_config_that_is_not_the_real_runs_is_refused(weak_run: Path, tmp_path: Path) -> None:
+    cfg = api.compose(
+        ["experiment=sim_vs_real", f"sim_vs_real.real_run={weak_run}", "sim_vs_real.profile=weak"]
+    )  # not mirrored: the default planners, envs and tasks
+    with pytest.raises(api.RunError, match=r"sim_vs_real: planner is .* in the real run") as err:
+        api.run(config=cfg, run_dir=tmp_path / "out")
+    assert err.value.exit_status == 2
+    assert not (tmp_path / "out" / "episodes.jsonl").exists()
+
+
+def test_the_default_profile_sits_beside_the_real_run(weak_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"no fitted profile at .*profile\.yaml.*planarena-calibrate"
+    ):
+        profile_of({}, tmp_path / "run")
+    (tmp_path / "profile.yaml").write_text("name: fitted\n")
+    assert profile_of({}, tmp_path / "run") == str(tmp_path / "profile.yaml")
+    assert profile_of({"profile": "strong"}, weak_run) == "strong"
