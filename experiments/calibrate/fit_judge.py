@@ -1,4 +1,533 @@
-"""The judge side of calibration: judge accuracy and correlation, evaluator noise, check
-coverage, rollout optimism and reflection gain (stub: extractors and fits follow)."""
+"""The judge side of calibration: ``judge_accuracy``, ``judge_correlation`` and
+``evaluator_noise`` from the scores judges gave; ``check_coverage`` from the post-conditions
+written in plan steps; ``rollout_optimism`` from imagined outcomes of plans the model doubts;
+``reflection_gain`` from decisions made with a reflection in view.
+
+Each fit is the maximum of a likelihood that is the simulator's own generative model for the
+quantity (``docs/calibration.md`` states each in words), so traces the simulator wrote with
+known values are fitted back to them (``tests/test_calibrate_judge.py``). Intervals are 95 %
+percentile bootstraps over tasks (the unit: a task's decisions share their beliefs). A grid
+maximum keeps the bootstrap cheap: the per-task log-likelihood is computed once per grid point
+and each resample only re-weights tasks.
+
+The rows come from :mod:`.extract_judge`; importing this module registers both.
+"""
 
 from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from planarena.experiments.calibrate import extract_judge
+from planarena.experiments.calibrate.registry import (
+    Estimate,
+    FitOptions,
+    judged,
+    register_fit,
+    task_resamples,
+)
+from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.sim_belief import LOOK, PREFERRED
+
+__all__ = [
+    "ACC_GRID",
+    "RHO_GRID",
+    "SIGMA_GRID",
+    "fit_checks",
+    "fit_judge",
+    "fit_reflection",
+    "fit_rollout",
+]
+
+# The proposer's first sample departs from its belief this often (a sampling slip): how far a
+# proposal is evidence of the belief the judge partly reads. A constant, not a fitted skill.
+SLIP = 0.03
+ACC_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
+RHO_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
+SIGMA_GRID = np.round(np.arange(0.02, 0.6001, 0.02), 2)
+P_GRID = np.round(np.arange(0.0, 1.0001, 0.005), 3)
+BINS = np.arange(101) / 100.0  # a judged value, to the hundredth (a score's precision)
+OTHER = sum(LOOK["other"]) / 2  # how an option the model cannot see looks (Belief.value)
+CONTEXT_SCALE = SkillProfile().context_scale_tokens
+ATTRACTIVE = ("trap", "persist", "fallback")  # the judge's own wrong favourite comes first
+
+
+def ndtr(x: np.ndarray) -> np.ndarray:
+    """The standard normal CDF (Abramowitz and Stegun 7.1.26 for erf, error < 1.5e-7): numpy
+    has no erf, and the package does not depend on scipy."""
+    z = np.abs(x) / np.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    erf = 1.0 - poly * np.exp(-z * z)
+    return np.where(x >= 0, 0.5 * (1.0 + erf), 0.5 * (1.0 - erf))
+
+
+# --- what the proposer believes at a point ---------------------------------------------------
+
+
+EpisodeKey = tuple[str, Any, float]  # (task, trial, error_scale): one model's beliefs
+
+
+def _episode(row: Mapping[str, Any]) -> EpisodeKey:
+    return (row["task"], row.get("trial", 0), float(row.get("error_scale", 1.0)))
+
+
+@dataclass
+class Beliefs:
+    """What the proposer chose at each decision point, and which steps the model writes a
+    check for (settling whether a right step written without checks dropped them)."""
+
+    seen: dict[tuple[EpisodeKey, str], Counter[str]]
+    written: set[tuple[EpisodeKey, str]]
+    wrong_share: float  # share of first proposals that were wrong: the prior where none was
+
+    def kind(self, episode: EpisodeKey, point: str, kind: str, bare: bool) -> str:
+        """The option a step is, once known whether the model writes a check for it."""
+        if bare and kind == "unchecked" and (episode, point) not in self.written:
+            return "right"
+        return kind
+
+    def options(
+        self, episode: EpisodeKey, point: str, options: Sequence[str], pooled: bool
+    ) -> tuple[str, ...]:
+        """The options at a point: ``unchecked`` is one where the model writes a check."""
+        if pooled and (episode, point) in self.written and point.startswith("step:"):
+            return (*options, "unchecked")
+        return tuple(options)
+
+    def top(self, episode: EpisodeKey, point: str, options: Sequence[str]) -> dict[str, float]:
+        """P(the proposer's belief prefers each option | its proposals at the point)."""
+        m = len(options)
+        if m == 1:
+            return {options[0]: 1.0}
+        seen = self.seen.get((episode, point), Counter())
+        seen = Counter({k: n for k, n in seen.items() if k in options})
+        if not seen:
+            wrong = self.wrong_share / (m - 1)
+            return {k: (1.0 - self.wrong_share) if k == "right" else wrong for k in options}
+        log = {
+            k: sum(n * np.log(1 - SLIP if k == o else SLIP / (m - 1)) for o, n in seen.items())
+            for k in options
+        }
+        top = max(log.values())
+        weights = {k: float(np.exp(v - top)) for k, v in log.items()}
+        total = sum(weights.values())
+        return {k: w / total for k, w in weights.items()}
+
+
+def beliefs(table: pd.DataFrame) -> Beliefs:
+    """The proposer's choices per point, from the ``belief_evidence`` rows, and the steps the
+    model writes any check for, from the ``check_covers`` rows."""
+    checks = _rows(table, "check_covers")
+    written = {
+        (_episode(r), r["point"])
+        for r in checks
+        if r["outcome"] == 1 and isinstance(r.get("point"), str)
+    }
+    seen: dict[tuple[EpisodeKey, str], Counter[str]] = defaultdict(Counter)
+    first = []
+    for r in _rows(table, "belief_evidence"):
+        ep = _episode(r)
+        bare = r.get("bare") is True
+        kind = r["outcome"]
+        if bare and kind == "unchecked" and (ep, r["point"]) not in written:
+            kind = "right"
+        seen[(ep, r["point"])][kind] += 1
+        first.append(kind != "right")
+    share = float(np.clip(np.mean(first), 0.02, 0.5)) if first else 0.1
+    return Beliefs(dict(seen), written, share)
+
+
+def _rows(table: pd.DataFrame, quantity: str) -> list[dict[str, Any]]:
+    if table.empty or "quantity" not in table:
+        return []
+    part = table[table["quantity"] == quantity]
+    return part.to_dict("records")
+
+
+# --- the judge -------------------------------------------------------------------------------
+
+
+def _uniform(lo_hi: tuple[float, float], m: int = 48) -> np.ndarray:
+    lo, hi = lo_hi
+    return lo + (hi - lo) * (np.arange(m) + 0.5) / m
+
+
+_MIX: dict[tuple[tuple[float, float], tuple[float, float]], np.ndarray] = {}
+
+
+def _mix(own: tuple[float, float], judge: tuple[float, float]) -> np.ndarray:
+    """pmf over :data:`BINS` of ``rho * U(own) + (1 - rho) * U(judge)``, per rho of
+    :data:`RHO_GRID` (the judged value of one option: the proposer's look of it blended with
+    the judge's own)."""
+    key = (own, judge)
+    if key not in _MIX:
+        a, b = _uniform(own), _uniform(judge)
+        out = np.empty((len(RHO_GRID), len(BINS)))
+        for i, rho in enumerate(RHO_GRID):
+            v = rho * a[:, None] + (1 - rho) * b[None, :]
+            idx = np.clip(np.rint(v.ravel() * 100).astype(int), 0, 100)
+            out[i] = np.bincount(idx, minlength=len(BINS)) / idx.size
+        _MIX[key] = out
+    return _MIX[key]
+
+
+def _delta(value: float) -> np.ndarray:
+    pmf = np.zeros((len(ACC_GRID), len(RHO_GRID), len(BINS)))
+    pmf[:, :, int(round(value * 100))] = 1.0
+    return pmf
+
+
+def term_pmf(kind: str, options: Sequence[str], p_top: float, scale: float) -> np.ndarray:
+    """pmf of how one option at one point looks to the judge, per (accuracy, rho): the
+    proposer's value of it (preferred with the chance ``p_top`` that its belief prefers this
+    option, else its look) blended with the judge's own value of it (preferred when the
+    judge's own view picks it: the right option with the judge's accuracy, else a wrong one,
+    the attractive ones first, each alike)."""
+    if kind not in options:
+        return _delta(OTHER)
+    wrong = [k for k in options if k != "right"]
+    acc = np.maximum(0.0, 1.0 - (1.0 - ACC_GRID) * scale)  # the role's error_scale
+    if not wrong:
+        pj = np.ones_like(acc)
+    elif kind == "right":
+        pj = acc
+    else:
+        pool = [k for k in ATTRACTIVE if k in wrong] or wrong
+        pj = (1.0 - acc) / len(pool) if kind in pool else np.zeros_like(acc)
+    look = LOOK.get(kind, LOOK["other"])
+    pj = pj[:, None, None]
+    return p_top * (pj * _mix(PREFERRED, PREFERRED) + (1 - pj) * _mix(PREFERRED, look)) + (
+        1 - p_top
+    ) * (pj * _mix(look, PREFERRED) + (1 - pj) * _mix(look, look))
+
+
+def min_pmf(pmfs: Sequence[np.ndarray]) -> np.ndarray:
+    """pmf of the least of independent values (a plan looks as good as its weakest step)."""
+    if len(pmfs) == 1:
+        return pmfs[0]
+    survive = np.ones_like(pmfs[0])
+    for p in pmfs:
+        survive = survive * (1.0 - np.cumsum(p, axis=-1))
+    survive = np.clip(survive, 0.0, 1.0)
+    before = np.concatenate([np.ones_like(survive[..., :1]), survive[..., :-1]], axis=-1)
+    return np.clip(before - survive, 0.0, None)
+
+
+def noise_kernel(scores: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """P(score as written | judged value), per score and bin: the judged value plus Gaussian
+    noise, clipped to [0, 1] and written to two decimals. Shape (len(sd), scores, bins)."""
+    s = np.round(np.clip(scores, 0.0, 1.0), 2)[None, :, None]
+    x = BINS[None, None, :]
+    sd = np.maximum(sd, 1e-6)[:, :, None] if sd.ndim == 2 else sd
+    hi = np.where(s >= 1.0, np.inf, (s + 0.005 - x) / sd)
+    lo = np.where(s <= 0.0, -np.inf, (s - 0.005 - x) / sd)
+    return ndtr(hi) - ndtr(lo)
+
+
+def _score_terms(
+    row: Mapping[str, Any], facts: Beliefs
+) -> tuple[tuple[tuple[str, tuple[str, ...], float], ...], float]:
+    """(the terms a score stands on: per decision point its option, the options there and
+    the chance the proposer prefers that option; the least constant among them)."""
+    ep = _episode(row)
+    terms, const = [], 1.0
+    for point, kind, bare, options, pooled in zip(
+        row["points"], row["kinds"], row["bare"], row["options"], row["pooled_checks"], strict=True
+    ):
+        if point == extract_judge.PAST_END:
+            const = min(const, PREFERRED[0] if kind == "right" else OTHER)
+            continue
+        kind = facts.kind(ep, point, kind, bool(bare))
+        options = facts.options(ep, point, options, bool(pooled))
+        if kind not in options:
+            const = min(const, OTHER)
+            continue
+        p_top = facts.top(ep, point, options).get(kind, 0.0)
+        terms.append((kind, tuple(options), round(p_top, 3)))
+    return tuple(terms), const
+
+
+def judge_loglik(table: pd.DataFrame) -> tuple[np.ndarray, list[str], int]:
+    """Per-task log-likelihood of every judge score on the (sigma, accuracy, rho) grid, the
+    tasks in order, and the number of scores. Each score's likelihood is its own marginal
+    (scores sharing a decision point share its draws: the bootstrap over tasks carries that)."""
+    rows = _rows(table, "judge_score")
+    if not rows:
+        return np.zeros((0, len(SIGMA_GRID), len(ACC_GRID), len(RHO_GRID))), [], 0
+    facts = beliefs(table)
+    tasks = sorted({r["task"] for r in rows})
+    task_index = {t: i for i, t in enumerate(tasks)}
+    groups: dict[Hashable, list[tuple[int, float, float]]] = defaultdict(list)
+    for r in rows:
+        terms, const = _score_terms(r, facts)
+        scale = float(r.get("error_scale", 1.0))
+        sd_scale = scale * (1.0 + float(r["prompt_tokens"]) / CONTEXT_SCALE)
+        groups[(terms, const, scale)].append((task_index[r["task"]], float(r["outcome"]), sd_scale))
+    ll = np.zeros((len(tasks), len(SIGMA_GRID), len(ACC_GRID), len(RHO_GRID)))
+    term_cache: dict[tuple[str, tuple[str, ...], float, float], np.ndarray] = {}
+    for (terms, const, scale), members in groups.items():
+        pmfs = []
+        for kind, options, p_top in terms:
+            key = (kind, options, p_top, scale)
+            if key not in term_cache:
+                term_cache[key] = term_pmf(kind, options, p_top, scale)
+            pmfs.append(term_cache[key])
+        if const < 1.0:
+            pmfs.append(_delta(const))
+        pmf = min_pmf(pmfs).reshape(-1, len(BINS))  # (acc*rho, bins)
+        idx = np.array([m[0] for m in members])
+        scores = np.array([m[1] for m in members])
+        sd = SIGMA_GRID[:, None] * np.array([m[2] for m in members])[None, :]
+        kernel = noise_kernel(scores, sd)  # (sigma, n, bins)
+        like = kernel @ pmf.T  # (sigma, n, acc*rho)
+        like = 0.999 * like + 0.001 * 0.01  # a stray score (cut off, misread) is not fatal
+        logs = np.log(like).reshape(len(SIGMA_GRID), len(members), len(ACC_GRID), len(RHO_GRID))
+        np.add.at(ll, idx, np.moveaxis(logs, 1, 0))
+    return ll, tasks, len(rows)
+
+
+def _grid_fit(ll: np.ndarray, options: FitOptions) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(the grid argmax of the summed log-likelihood, the argmax of each task resample)."""
+    flat = ll.reshape(ll.shape[0], -1)
+    best = np.unravel_index(int(np.argmax(flat.sum(0))), ll.shape[1:])
+    boots = []
+    for w in task_resamples([str(i) for i in range(ll.shape[0])], options.boot, options.seed):
+        # tasks are exchangeable: the weights apply to this array's order as well as any
+        boots.append(np.unravel_index(int(np.argmax(w @ flat)), ll.shape[1:]))
+    return tuple(int(b) for b in best), boots
+
+
+def _interval(values: Iterable[float], grid: np.ndarray) -> tuple[float, float]:
+    """The 95 % percentile interval of bootstrap grid maxima, widened by half a grid step
+    each way (the grid's resolution: a maximum stands for its cell)."""
+    v = np.fromiter(values, float)
+    half = float(grid[1] - grid[0]) / 2
+    lo = max(float(grid[0]), float(np.percentile(v, 2.5)) - half)
+    hi = min(float(grid[-1]), float(np.percentile(v, 97.5)) + half)
+    return round(lo, 4), round(hi, 4)
+
+
+def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """``judge_accuracy``, ``judge_correlation`` and ``evaluator_noise``, jointly, by maximum
+    likelihood over the judge scores (``rate_candidates``, ``rate_plan``)."""
+    ll, tasks, n = judge_loglik(table)
+    absent = "no rate_candidates or rate_plan request was scored"
+    note = "joint grid MLE over judge scores; proposer's belief from its proposals at the point"
+    if n == 0:
+        return [
+            judged(p, None, (None, None), 0, 0, options, absent=absent, note=note)
+            for p in ("judge_accuracy", "judge_correlation", "evaluator_noise")
+        ]
+    best, boots = _grid_fit(ll, options)
+    grids = (SIGMA_GRID, ACC_GRID, RHO_GRID)
+    names = ("evaluator_noise", "judge_accuracy", "judge_correlation")
+    out = []
+    for axis, (name, grid) in enumerate(zip(names, grids, strict=True)):
+        value = float(grid[best[axis]])
+        lo, hi = _interval((grid[b[axis]] for b in boots), grid)
+        width = options.max_width if name != "evaluator_noise" else options.max_width / 2
+        est = judged(name, value, (lo, hi), n, len(tasks), options, absent=absent, note=note)
+        if est.identified and hi - lo > width:
+            est.identified, est.reason = False, f"interval width {hi - lo:.2f} > {width}"
+        out.append(est)
+    out += _judge_report(table, options)
+    return [out[1], out[2], out[0], *out[3:]]
+
+
+def _judge_report(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """Raw rates for the report: how often a judge scored the right option above every wrong
+    one it was shown (not a profile field: it mixes accuracy, correlation and noise)."""
+    rows = table[table["quantity"] == "judge_prefers_right"] if not table.empty else table
+    if rows.empty:
+        return []
+    rate = float(rows["outcome"].astype(float).mean())
+    return [
+        Estimate(
+            "judge_accuracy",
+            rate,
+            n=len(rows),
+            tasks=rows["task"].nunique(),
+            identified=False,
+            reason="raw rate, not the field",
+            group="raw=judge_prefers_right",
+            note="share of rate_candidates requests whose best score went to the right option",
+        )
+    ]
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+def fit_checks(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """``check_coverage``: each check of a step's pool is written with the chance
+    ``1 - (1 - coverage) * error_scale`` (one draw per check and episode: a step written
+    again carries the same checks, so each (episode, step, check) counts once)."""
+    rows = _rows(table, "check_covers")
+    absent = "no plan step was written with a check pool"
+    if not rows:
+        return [judged("check_coverage", None, (None, None), 0, 0, options, absent=absent)]
+    frame = pd.DataFrame(rows)
+    frame["trial"] = frame.get("trial", 0)
+    keys = ["task", "trial", "error_scale", "gkey", "check"]
+    units = frame.groupby(keys, sort=False)["outcome"].max().reset_index()
+    scale = units["error_scale"].astype(float).to_numpy()
+    covered = units["outcome"].astype(float).to_numpy()
+    p = np.clip(1.0 - (1.0 - P_GRID[None, :]) * scale[:, None], 1e-9, 1 - 1e-9)
+    ll_rows = covered[:, None] * np.log(p) + (1 - covered[:, None]) * np.log(1 - p)
+    tasks = sorted(set(units["task"]))
+    index = {t: i for i, t in enumerate(tasks)}
+    ll = np.zeros((len(tasks), len(P_GRID)))
+    np.add.at(ll, units["task"].map(index).to_numpy(), ll_rows)
+    best, boots = _grid_fit(ll, options)
+    value = float(P_GRID[best[0]])
+    note = "binomial MLE; one unit per (episode, step, check); p = 1 - (1 - c) * error_scale"
+    out = [
+        judged(
+            "check_coverage",
+            value,
+            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            len(units),
+            len(tasks),
+            options,
+            absent=absent,
+            note=note,
+        )
+    ]
+    for role, part in frame.groupby("role"):
+        share = part.groupby(keys)["outcome"].max()
+        out.append(
+            Estimate(
+                "check_coverage",
+                float(share.mean()),
+                n=len(share),
+                tasks=part["task"].nunique(),
+                reason="raw share per role",
+                group=f"role={role}",
+                note="share of pool checks written (not scaled back by error_scale)",
+            )
+        )
+    return out
+
+
+# --- rollouts --------------------------------------------------------------------------------
+
+
+def _believed(row: Mapping[str, Any], facts: Beliefs) -> tuple[float, bool]:
+    """(P(the model believes every step of the partial plan is the one it would write),
+    whether the oracle knows the plan cannot succeed: some step is not the right one)."""
+    ep = _episode(row)
+    p, wrong = 1.0, False
+    for point, kind, bare, options, pooled in zip(
+        row["points"], row["kinds"], row["bare"], row["options"], row["pooled_checks"], strict=True
+    ):
+        if point == extract_judge.PAST_END:
+            wrong = wrong or kind != "right"
+            p *= 1.0 if kind == "right" else 0.0
+            continue
+        kind = facts.kind(ep, point, kind, bool(bare))
+        options = facts.options(ep, point, options, bool(pooled))
+        wrong = wrong or kind != "right"
+        p *= facts.top(ep, point, options).get(kind, 0.0)
+    return p, wrong
+
+
+def fit_rollout(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """``rollout_optimism``: a rollout of a partial plan the model believes reports success;
+    one it doubts does with the chance ``optimism``. Fitted on plans the oracle knows cannot
+    succeed, the chance the model believes them taken from its proposals at those points."""
+    rows = _rows(table, "rollout_says_success")
+    facts = beliefs(table) if rows else None
+    used = []
+    for r in rows:
+        p, wrong = _believed(r, facts)  # type: ignore[arg-type]
+        if wrong:
+            used.append((r["task"], p, int(r["outcome"])))
+    absent = (
+        "no rollout request" if not rows else "no rollout of a plan the oracle knows cannot succeed"
+    )
+    doubted = sum(p < 0.5 for _, p, _ in used)
+    if not doubted:
+        return [judged("rollout_optimism", None, (None, None), 0, 0, options, absent=absent)]
+    tasks = sorted({t for t, _, _ in used})
+    index = {t: i for i, t in enumerate(tasks)}
+    ll = np.zeros((len(tasks), len(P_GRID)))
+    for t, p, y in used:
+        success = p + (1 - p) * P_GRID
+        ll[index[t]] += np.log(np.clip(success if y else 1 - success, 1e-12, None))
+    best, boots = _grid_fit(ll, options)
+    return [
+        judged(
+            "rollout_optimism",
+            float(P_GRID[best[0]]),
+            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            doubted,
+            len(tasks),
+            options,
+            absent=absent,
+            note="Bernoulli MLE on rollouts of plans that cannot succeed, mixed with belief",
+        )
+    ]
+
+
+# --- reflections -----------------------------------------------------------------------------
+
+
+def fit_reflection(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """``reflection_gain``: with a reflection in view, a wrong belief at a point is corrected
+    with this chance (one draw per point and set of reflections). Identified by decisions
+    made with reflections in view at points where the model's decision without them (its
+    own, at the same point of the same task) was wrong."""
+    rows = _rows(table, "reflected_choice")
+    absent = "no decision was made with a reflection in view"
+    if not rows:
+        return [judged("reflection_gain", None, (None, None), 0, 0, options, absent=absent)]
+    facts = beliefs(table)
+    used, seen = [], set()
+    for r in rows:
+        ep = _episode(r)
+        unit = (ep, r["point"], r.get("lessons"))
+        if unit in seen or (ep, r["point"]) not in facts.seen:
+            continue
+        seen.add(unit)
+        at = sorted(set(facts.seen[(ep, r["point"])]) | {"right", r["outcome"]})
+        p_right = facts.top(ep, r["point"], at).get("right", 0.0)
+        used.append((r["task"], p_right, int(r["outcome"] == "right")))
+    doubted = sum(p < 0.5 for _, p, _ in used)
+    if not doubted:
+        absent = (
+            "no decision with a reflection in view at a point where the model, without one, "
+            "chose wrong"
+        )
+        return [judged("reflection_gain", None, (None, None), 0, 0, options, absent=absent)]
+    tasks = sorted({t for t, _, _ in used})
+    index = {t: i for i, t in enumerate(tasks)}
+    ll = np.zeros((len(tasks), len(P_GRID)))
+    for t, p, y in used:
+        right = p + (1 - p) * P_GRID
+        ll[index[t]] += np.log(np.clip(right if y else 1 - right, 1e-12, None))
+    best, boots = _grid_fit(ll, options)
+    return [
+        judged(
+            "reflection_gain",
+            float(P_GRID[best[0]]),
+            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            doubted,
+            len(tasks),
+            options,
+            absent=absent,
+            note="Bernoulli MLE on reflected decisions at points its unreflected choice erred",
+        )
+    ]
+
+
+register_fit("judge", fit_judge)
+register_fit("check_coverage", fit_checks)
+register_fit("rollout_optimism", fit_rollout)
+register_fit("reflection_gain", fit_reflection)
