@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BLOCK = "sim_vs_real"
-DEFAULT_REAL_RUN = "tests/data/recordings/local-qwen/run"
-"""The shipped real-model recording, relative to the repository root."""
-
 PROFILE_NAME = "profile.yaml"
 """Where a fitted profile sits by default: beside the real run dir (``<real_run>/../``)."""
 
@@ -89,9 +86,12 @@ def resolve_path(value: str | Path, key: str) -> Path:
 
 
 def real_run_dir(block: Mapping[str, Any] | None) -> Path:
-    """The real run dir named by the study's block (its default: the shipped recording),
-    checked to be a run dir (``.hydra/config.yaml`` and ``episodes.jsonl``)."""
-    value = (block or {}).get("real_run") or DEFAULT_REAL_RUN
+    """The real run dir named by the study's block (``configs/experiment/sim_vs_real.yaml``
+    names the shipped recording), checked to be a run dir (``.hydra/config.yaml`` and
+    ``episodes.jsonl``)."""
+    value = (block or {}).get("real_run")
+    if not value:
+        raise SimVsRealError(f"{BLOCK}.real_run: name the recorded run dir to compare with")
     path = resolve_path(value, "real_run")
     for need in (Path(".hydra") / "config.yaml", Path("episodes.jsonl")):
         if not (path / need).is_file():

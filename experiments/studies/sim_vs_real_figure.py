@@ -1,9 +1,9 @@
 """``sim_vs_real``'s figure: each planner's completion on the held-out tasks, real against sim.
 
 Left (top in one column): one row per planner, ordered by the real model's completion, its
-real completion as a filled marker and the simulator's as an open one, each with its Wilson
-95 % interval, joined by a line (the gap). Right (bottom): the same pairs as points, real on x
-and sim on y, with the diagonal where the simulator is exact; a planner above it is
+real completion as a filled marker and the simulator's just below as an open one, each with
+its Wilson 95 % interval (the simulator's dashed). Right (bottom): the same pairs as points,
+real on x and sim on y, with the diagonal where the simulator is exact; a planner above it is
 over-predicted. Planners keep their fixed colours and markers (:mod:`figures.style`).
 """
 
@@ -49,9 +49,8 @@ def sim_vs_real_figure(
         for y, p in enumerate(order):
             st = styles[p]
             r, s = real.loc[p], sim.loc[p]
-            ax_pairs.plot([r["completion"], s["completion"]], [y, y], color=st.color, linewidth=0.8)
-            for row, dy, face in ((r, 0.12, st.color), (s, -0.12, "white")):
-                ax_pairs.errorbar(
+            for row, dy, face, dash in ((r, 0.15, st.color, "-"), (s, -0.15, "white", "--")):
+                bars = ax_pairs.errorbar(
                     row["completion"],
                     y + dy,
                     xerr=[
@@ -67,6 +66,7 @@ def sim_vs_real_figure(
                     capsize=0,
                     linestyle="none",
                 )
+                bars[2][0].set_linestyle(dash)  # the simulator's interval dashed: greyscale
             ax_scatter.errorbar(
                 r["completion"],
                 s["completion"],
@@ -89,7 +89,9 @@ def sim_vs_real_figure(
         ax_pairs.set_yticks(range(len(order)), order)
         ax_pairs.set_ylim(-0.6, len(order) - 0.4)
         ax_pairs.set_xlim(-0.02, 1.02)
-        ax_pairs.set_xlabel("completion, held-out tasks (95 % Wilson)")
+        ax_pairs.set_xlabel(
+            "completion (95 % Wilson)" if one_col else "completion, held-out tasks (95 % Wilson)"
+        )
         ax_pairs.grid(axis="x", alpha=0.25, linewidth=0.5)
         ax_pairs.legend(
             handles=[
@@ -104,10 +106,12 @@ def sim_vs_real_figure(
                     label="simulator",
                 ),
             ],
-            loc="lower right",
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            ncol=2,
             fontsize=7,
             handletextpad=0.3,
-            borderaxespad=0.3,
+            borderaxespad=0.2,
         )
         ax_scatter.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8, zorder=0)
         ax_scatter.set_xlim(-0.02, 1.02)

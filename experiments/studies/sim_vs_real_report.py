@@ -13,10 +13,14 @@ import pandas as pd
 from planarena.experiments.records import EPISODES, load_records, measured
 from planarena.experiments.studies.sim_vs_real_config import Settings, split
 from planarena.experiments.studies.sim_vs_real_stats import (
+    common_tasks,
     completion_gaps,
     disagreements,
     failure_modes,
+    on_tasks,
+    repeats,
     side_by_side,
+    task_key,
     tau_with_interval,
     tokens_column,
 )
@@ -41,6 +45,10 @@ class Comparison:
     planners: list[str]
     real_label: str
     sim_label: str
+    dropped: int
+    """Held-out tasks of the real run left out: not run by every planner in both sources."""
+    repeated: bool
+    """Some task ran more than once per planner: completion intervals are task bootstraps."""
 
 
 def compare(
@@ -52,8 +60,11 @@ def compare(
         for p in planners
         if p in set(real["planner"].astype(str)) and p in set(sim["planner"].astype(str))
     ]
-    held = {"real": split(real, held=True), "sim": split(sim, held=True)}
-    fit = {"real": split(real, held=False), "sim": split(sim, held=False)}
+    held = _complete({"real": split(real, held=True), "sim": split(sim, held=True)}, present)
+    fit = _complete({"real": split(real, held=False), "sim": split(sim, held=False)}, present)
+    dropped = int(task_key(split(real, held=True)).nunique()) - int(
+        task_key(held["real"]).nunique()
+    )
     modes = failure_modes(held)
     tokens = tokens_column(held["real"], held["sim"])
     table = side_by_side(held, present, modes, tokens, seed=seed, n_boot=s.n_boot)
@@ -74,7 +85,15 @@ def compare(
         present,
         _label(real),
         _label(sim),
+        dropped,
+        repeats(held),
     )
+
+
+def _complete(sources: dict[str, pd.DataFrame], planners: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """``sources`` on the tasks every planner ran in both (:func:`common_tasks`)."""
+    tasks = common_tasks(sources, planners)
+    return {k: on_tasks(v, tasks) for k, v in sources.items()}
 
 
 def _label(df: pd.DataFrame) -> str:
@@ -120,7 +139,7 @@ def _num(x: float) -> str:
 
 def _tau(t: Mapping[str, Any]) -> str:
     if math.isnan(t["tau"]):
-        return "undefined (a ranking of all ties, or fewer than two planners)"
+        return "undefined (one source ranks every planner equal, or fewer than two planners)"
     return f"{t['tau']:+.2f} [{t['tau_lo']:+.2f}, {t['tau_hi']:+.2f}]"
 
 
@@ -128,6 +147,22 @@ def _tau_short(t: Mapping[str, Any]) -> str:
     if math.isnan(t["tau"]):
         return "τ_b undefined"
     return f"τ_b = {t['tau']:+.2f} [{t['tau_lo']:+.2f}, {t['tau_hi']:+.2f}]"
+
+
+def ranking_sentence(t: Mapping[str, Any], fit: Mapping[str, Any]) -> str:
+    """Tau on the held-out tasks with how its interval was made, then tau in-sample."""
+    how = (
+        f"95 % percentile bootstrap over held-out tasks, {t['n_boot']} resamples, both "
+        "rankings recomputed on the same drawn tasks"
+    )
+    if t["undefined"]:
+        how += f"; {t['undefined']} resamples with an all-tied ranking left out"
+    head = "Kendall τ_b of the planners by completion, real against sim: "
+    if math.isnan(t["tau"]):
+        text = head + "**undefined** (one source ranks every planner equal, or fewer than two)."
+    else:
+        text = head + f"**{_tau(t)}** ({how})."
+    return text + f" On the fitted half (in-sample, {fit['tasks']} tasks): {_tau(fit)}."
 
 
 def verdict(c: Comparison) -> list[str]:
@@ -197,20 +232,18 @@ def markdown(c: Comparison, s: Settings) -> str:
         "",
         f"Real run: `{s.real_run}` ({c.real_label}); simulator: {c.sim_label}, profile "
         f"`{s.profile}`. Compared on the **held-out** tasks (odd task index; calibration fits "
-        f"on the even ones): {t['tasks']} tasks, {len(c.planners)} planners. Tokens per "
-        f"episode are `{c.tokens}`.",
+        f"on the even ones): {t['tasks']} tasks, {len(c.planners)} planners"
+        + (
+            f" ({c.dropped} held-out task(s) left out: not run by every planner in both)"
+            if c.dropped
+            else ""
+        )
+        + f". Tokens per episode are `{c.tokens}`; completion intervals are "
+        + ("task-bootstrap 95 % (tasks ran more than once)." if c.repeated else "Wilson 95 %."),
         "",
         "## Ranking",
         "",
-        f"Kendall τ_b of the planners by completion, real against sim: **{_tau(t)}** (95 % "
-        f"percentile bootstrap over held-out tasks, {t['n_boot']} resamples, both rankings "
-        f"recomputed on the same drawn tasks"
-        + (
-            f"; {t['undefined']} resamples with an all-tied ranking left out"
-            if t["undefined"]
-            else ""
-        )
-        + f"). On the fitted half (in-sample, {c.tau_fit['tasks']} tasks): {_tau(c.tau_fit)}.",
+        ranking_sentence(t, c.tau_fit),
         "",
         "## Side by side (held-out tasks)",
         "",

@@ -213,17 +213,27 @@ def side_by_side(
     seed: int,
     n_boot: int,
 ) -> pd.DataFrame:
-    """One row per planner x source: episodes, tasks, completion (Wilson 95 %), mean tokens
-    and LLM calls per episode (task-bootstrap 95 %), rank by completion, and each failure
-    mode's share of the episodes (``share_<mode>``; ``none`` is the completion)."""
+    """One row per planner x source: episodes, tasks, completion (Wilson 95 %; a task
+    bootstrap when a task ran more than once, :func:`repeats`), mean tokens and LLM calls per
+    episode (task-bootstrap 95 %), rank by completion, and each failure mode's share of the
+    episodes (``share_<mode>``; ``none`` is the completion)."""
     rows: list[dict[str, Any]] = []
+    repeated = repeats(sources)
     for source, df in sources.items():
         rates = {}
         for planner in planners:
             part = df[df["planner"].astype(str) == planner]
             n = len(part)
             wins = int(part["success"].astype(bool).sum())
-            lo, hi = wilson_interval(wins, n) if n else (math.nan, math.nan)
+            if not n:
+                lo, hi = (math.nan, math.nan)
+            elif repeated:  # trials of a task are correlated: the task is the unit
+                rng = boot_rng(seed, "sim_vs_real", source, planner, "completion")
+                lo, hi = _boot_mean(
+                    part.assign(_s=part["success"].astype(float)), "_s", rng, n_boot
+                )
+            else:
+                lo, hi = wilson_interval(wins, n)
             rates[planner] = wins / n if n else math.nan
             t_lo, t_hi = _boot_mean(
                 part, tokens, boot_rng(seed, "sim_vs_real", source, planner, "tokens"), n_boot
@@ -254,6 +264,28 @@ def side_by_side(
         for row, rank in zip(rows[-len(planners) :], ranks, strict=True):
             row["rank"] = rank
     return pd.DataFrame(rows)
+
+
+def repeats(sources: Mapping[str, pd.DataFrame]) -> bool:
+    """Whether some planner ran some task more than once (trials > 1) in either source."""
+    return any(
+        bool(pd.DataFrame({"t": task_key(d), "p": d["planner"]}).duplicated().any())
+        for d in sources.values()
+    )
+
+
+def common_tasks(sources: Mapping[str, pd.DataFrame], planners: Sequence[str]) -> list[str]:
+    """The tasks every planner ran in every source: a planner's completion is then measured
+    on the same tasks as every other's (a recording cut short leaves some out)."""
+    sets = [
+        set(task_key(d[d["planner"].astype(str) == p])) for d in sources.values() for p in planners
+    ]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def on_tasks(df: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
+    """``df``'s records of ``tasks``."""
+    return df[task_key(df).isin(set(tasks))].reset_index(drop=True)
 
 
 def failure_modes(sources: Mapping[str, pd.DataFrame]) -> list[str]:
