@@ -6,7 +6,11 @@ proposals, malformed output) and the judge side in :mod:`.fit_judge`.
 
 from __future__ import annotations
 
-from planarena.experiments.calibrate import fit_judge  # noqa: F401 - registers the judge side
+from planarena.experiments.calibrate import (  # noqa: F401 - the proposer side
+    extract,
+    fit,
+    fit_judge,  # noqa: F401 - registers the judge side
+)
 from planarena.experiments.calibrate.registry import (
     EXTRACTORS,
     FITS,

@@ -60,17 +60,67 @@ def skill_overrides(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in dict(cfg.get("skill_overrides") or {}).items() if v is not None}
 
 
-def skill_profile(cfg: Mapping[str, Any]) -> SkillProfile:
-    """The named profile with the overrides applied, validated by the model itself (ranges,
-    types, unknown fields), so a new field of :class:`SkillProfile` validates with no change
-    here."""
-    name = str(cfg.get("skill", "strong"))
+PROFILE_SUFFIXES = (".yaml", ".yml")
+"""``llm.skill`` ending so names a profile file (``planarena-calibrate --out`` writes one)."""
+
+
+def is_profile_file(name: str) -> bool:
+    """Whether ``llm.skill`` names a YAML profile file rather than a shipped profile."""
+    return name.lower().endswith(PROFILE_SUFFIXES)
+
+
+def load_skill_file(path: str) -> SkillProfile:
+    """A skill profile from a YAML file of top-level :class:`SkillProfile` fields (``name``
+    plus any fields; the rest keep the model's defaults, which are ``strong``'s). A missing
+    file, a file that is not a mapping, an unknown field or a value out of range is a
+    one-line :class:`ConfigError` naming the file and the key."""
+    import yaml
+
+    where = f"llm.skill={path}"
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such profile file") from None
+    except (OSError, yaml.YAMLError) as exc:
+        text = " ".join(str(exc).split())
+        raise ConfigError(f"{where}: cannot read the profile file: {text}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: the profile file must hold SkillProfile fields (a mapping), got "
+            f"{type(data).__name__}"
+        )
+    data = {str(k): v for k, v in data.items()}
+    data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
+    try:
+        return SkillProfile(**data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {describe(exc, '', SkillProfile)}") from None
+
+
+def named_skill(name: str) -> SkillProfile:
+    """A shipped profile by name, or a profile file by path (``*.yaml``/``*.yml``)."""
+    if is_profile_file(name):
+        return load_skill_file(name)
     if name not in SKILLS:
-        raise ConfigError(f"llm.skill={name}: unknown skill; choose one of {sorted(SKILLS)}")
+        raise ConfigError(
+            f"llm.skill={name}: unknown skill; choose one of {sorted(SKILLS)} or a profile "
+            "file (path ending .yaml/.yml)"
+        )
+    return SKILLS[name]
+
+
+def skill_profile(cfg: Mapping[str, Any]) -> SkillProfile:
+    """The named profile (or profile file) with the overrides applied, validated by the
+    model itself (ranges, types, unknown fields), so a new field of :class:`SkillProfile`
+    validates with no change here."""
+    base = named_skill(str(cfg.get("skill", "strong")))
     overrides = skill_overrides(cfg)
     if not overrides:
-        return SKILLS[name]
-    merged = {**SKILLS[name].model_dump(), **overrides}
+        return base
+    merged = {**base.model_dump(), **overrides}
     return validated(SkillProfile, merged, "llm.skill_overrides")
 
 
@@ -98,12 +148,27 @@ def overrides_digest(cfg: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
+def profile_label(path: str) -> str:
+    """A profile file's label: its stem and a short hash of its bytes (an edited file is
+    another model), e.g. ``calibrated@1a2b3c``."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path, "rb") as f:
+            content = f.read()
+    except OSError:
+        return stem
+    return f"{stem}@{hashlib.sha256(content).hexdigest()[:6]}"
+
+
 def llm_label(cfg: Mapping[str, Any]) -> str:
     """``sim:strong``, ``sim:strong+3fa2c1`` with overrides (the full overrides are in the
     run's config), or ``openai:<model>``."""
     if cfg.get("backend", "sim") == "sim":
         digest = overrides_digest(cfg)
-        return f"sim:{cfg.get('skill', 'strong')}" + (f"+{digest}" if digest else "")
+        skill = str(cfg.get("skill", "strong"))
+        if is_profile_file(skill):  # a profile file: its name and a digest of its content
+            skill = profile_label(skill)
+        return f"sim:{skill}" + (f"+{digest}" if digest else "")
     return f"{cfg.get('backend')}:{cfg.get('model')}"
 
 
@@ -180,7 +245,7 @@ class SimLLMSettings(_StrictSettings):
     are validated by their own models (:func:`skill_profile`, :func:`model_profiles`)."""
 
     backend: Literal["sim"] = "sim"
-    skill: str = "strong"
+    skill: str = "strong"  # a shipped profile's name, or a profile file (*.yaml, *.yml)
     skill_overrides: dict[str, Any] | None = None
     models: dict[str, dict[str, Any]] | None = None
 

@@ -1,0 +1,368 @@
+"""The proposer side's extractors: what a model did at each decision point of a request that
+asks it to act or to plan (``act``, ``propose_actions``, ``plan``, ``revise_plan``,
+``propose_steps``), and whether its output could be read.
+
+A decision's answer is parsed with the planners' own parsers and classified against the
+options the oracle view enumerates. Where the answer alone does not say how the model read
+the observations (a subtle warning sign taken at face value or not), or whether a plan started
+on the attractive wrong line, every reading is kept as a *branch* of the decision, each with
+what the answer means under it: the likelihood (:mod:`.fit`) sums over them.
+
+Rows (``quantity``):
+
+- ``choice``: one choice of one branch of one decision unit (``unit``, ``branch``,
+  ``ctype`` action / step / line / persist, ``avail`` the options on offer, ``matches`` the
+  options the answer is, ``n_subtle`` / ``n_missed`` the reading);
+- ``malformed`` (``format`` action, candidates, plan_json, steps_json), ``sloppy_json``,
+  ``malformed_text``, ``sloppy_text``: 0/1 per answer;
+- ``right_move``, ``trap``, ``persist``, ``miss_signal``: descriptive 0/1 rates for the report
+  (the attentive reading's classification; the fits use ``choice`` rows).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from planarena.envs.oracle import GoldStep, Obs
+from planarena.experiments.calibrate.oracle_view import ActionPoint, OracleView
+from planarena.experiments.calibrate.registry import Decision, Row, register_extractor
+from planarena.planners.formats import (
+    OutputParseError,
+    parse_action_turn,
+    parse_candidates,
+    parse_step_candidates,
+)
+from planarena.planners.llm.protocol import RequestKind
+from planarena.planners.llm.sim_decider import Decider
+from planarena.planners.llm.sim_reading import step_core
+from planarena.planners.plan import PlanError
+from planarena.planners.plan_prose import load_prose
+from planarena.planners.plan_text import load_json
+
+_units = itertools.count()
+
+
+def _sep(kinds: Sequence[str]) -> str:
+    return ",".join(sorted(set(kinds)))
+
+
+def fresh(d: Decision) -> bool:
+    """A first sample with no critique in view: what the proposer's belief alone decides (a
+    repeated prompt may take the runner-up, ``sample_diversity``; a critique may correct the
+    belief, ``reflection_gain``: both are other fits' business)."""
+    return d.occurrence == 0 and not (d.context is not None and d.context.reflections)
+
+
+# --- actions ---------------------------------------------------------------------------------
+
+
+def _action_rows(d: Decision, tool: str, args: Any) -> list[Row]:
+    """The branches of one action decision: one per reading of the subtle observations."""
+    view = d.view
+    obs = view.transcript(d.context.observations or ()) if d.context else []
+    subtle = view.subtle_keys(obs)
+    unit = next(_units)
+    rows: list[Row] = []
+    attentive: tuple[ActionPoint, str] | None = None
+    for b, reading in enumerate(view.readings(subtle)):
+        point = view.action_point(obs, reading)
+        if len(point.options) < 2 and b == 0 and len(subtle) == 0:
+            return []  # one option only (the work is done): nothing was decided
+        matches = [k for k, (t, a) in point.options.items() if t == tool and a == args]
+        if not matches:
+            matches = [view.action_kind(tool, args, point)]
+        if b == 0:
+            attentive = (point, matches[0])
+        rows.append(
+            d.row(
+                "choice", _sep(matches), unit=unit, branch=b, ctype="action",
+                avail=_sep(point.options), matches=_sep(matches),
+                n_subtle=min(len(subtle), 3), n_missed=len(reading),
+            )
+        )  # fmt: skip
+    assert attentive is not None
+    point, kind = attentive
+    rows.append(d.row("right_move", int(kind == "right"), ctype="action"))
+    if "trap" in point.options:
+        rows.append(d.row("trap", int(kind == "trap"), ctype="action"))
+    if "persist" in point.options:
+        rows.append(d.row("persist", int(kind == "persist"), ctype="action"))
+    if subtle:
+        missed = any(
+            r["branch"] > 0 and r["matches"] == "right"
+            for r in rows
+            if r.get("quantity") == "choice"
+        )
+        rows.append(d.row("miss_signal", int(missed and kind != "right"), ctype="action"))
+    return rows
+
+
+def extract_act(d: Decision) -> list[Row]:
+    """An ``act`` turn: whether it parsed, and what it chose."""
+    try:
+        turn = parse_action_turn(d.text)
+    except OutputParseError:
+        return [d.row("malformed", 1, format="action")]
+    rows = [d.row("malformed", 0, format="action")]
+    if fresh(d):
+        rows += _action_rows(d, turn.action, turn.action_input)
+    return rows
+
+
+def extract_propose_actions(d: Decision) -> list[Row]:
+    """``propose_actions``: the first candidate is a sample of the belief, like an ``act``."""
+    turns = parse_candidates(d.text)
+    if not turns:
+        return [d.row("malformed", 1, format="candidates")]
+    rows = [d.row("malformed", 0, format="candidates")]
+    if fresh(d):
+        rows += _action_rows(d, turns[0].action, turns[0].action_input)
+    return rows
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+
+def step_matches(
+    view: OracleView, step: Any, g: GoldStep, ids: dict[str, str], tools: frozenset[str]
+) -> list[str]:
+    """The kinds of step the simulator could have written at ``g`` that are the written
+    ``step`` (several when they coincide: a guessed argument with nothing to guess is the
+    right step); ``other`` when none is."""
+    if not isinstance(step, dict):
+        return ["other"]
+    if step.get("done"):
+        return ["stop"]
+    rendered = view.render(g, ids)
+    core = step_core(step)
+    right = step_core(rendered)
+    cores = {
+        "right": right,
+        "premise": step_core({**rendered, "args": view.mind.guess(g.args)}),
+        "dependency": (right[0], right[1], ()),
+    }
+    if g.trap is not None:
+        cores["trap"] = step_core(view.render(g.trap, ids))
+    found = [k for k, c in cores.items() if c == core]
+    if "right" in found:
+        found.append("unchecked")  # a right step's checks are check_coverage's business
+    if step.get("tool") not in tools:
+        found.append("invented")
+    return found or ["other"]
+
+
+def step_avail(g: GoldStep, step: Any) -> list[str]:
+    """The step options the simulator offers at ``g`` (``Decider._step_options``), with
+    ``unchecked`` where the written step shows the model writes a check there."""
+    options = ["right", "invented", "premise", "stop", "dependency", "unchecked"]
+    if g.trap is not None:
+        options.append("trap")
+    if not g.deps:
+        options.remove("dependency")
+    if not (isinstance(step, dict) and step.get("post_conditions")):
+        options.remove("unchecked")
+    return options
+
+
+def _steps_rows(
+    d: Decision, unit: int, branch: int, view: OracleView, gold: Sequence[GoldStep],
+    steps: Sequence[Any], first: int, persisted: bool, covariates: dict[str, Any],
+) -> list[Row]:  # fmt: skip
+    """The step choices of one branch: step i against gold step i, the plan ending early
+    a ``stop`` at its end, a persisted first step standing for whatever was sampled there."""
+    ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
+    tools = view.tool_names()
+    rows = []
+    for i, g in enumerate(gold):
+        step = steps[i] if i < len(steps) else {"done": True}
+        if i == 0 and persisted:
+            continue  # written in place as the failed call: the sample is not seen
+        matches = step_matches(view, step, g, ids, tools)
+        avail = step_avail(g, step)
+        rows.append(
+            d.row(
+                "choice", _sep(matches), unit=unit, branch=branch, ctype="step",
+                avail=_sep(avail), matches=_sep(matches), **covariates,
+            )
+        )  # fmt: skip
+        if i >= len(steps):
+            break
+    return rows
+
+
+def read_plan(text: str, plan_format: str) -> tuple[list[Any] | None, bool]:
+    """(the raw steps, or None when no reader can use the text; whether it was repaired)."""
+    notes: list[str] = []
+    try:
+        if plan_format == "text":
+            data, repaired = load_prose(text, notes)
+        else:
+            data, repaired = load_json(text, notes)
+    except PlanError as err:
+        if err.reason == "empty_plan":
+            return [], False
+        return None, False
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, list):
+        return None, False
+    return steps, bool(repaired or notes)
+
+
+def extract_plan(d: Decision) -> list[Row]:
+    """A whole plan (``plan``, ``revise_plan``): whether it parsed in its format (and was
+    repaired), and per reading x start on the wrong line x persisted failed call, what each
+    step was."""
+    ctx = d.context
+    fmt = ctx.plan_format if ctx is not None else "json"
+    steps, sloppy = read_plan(d.text, fmt)
+    if fmt == "text":
+        rows = [d.row("malformed_text", int(steps is None), format="plan_text")]
+        if steps is not None:
+            rows.append(d.row("sloppy_text", int(sloppy), format="plan_text"))
+    else:
+        rows = [d.row("malformed", int(steps is None), format="plan_json")]
+        if steps is not None:
+            rows.append(d.row("sloppy_json", int(sloppy), format="plan_json"))
+    if steps is None or not fresh(d) or (ctx is not None and ctx.plan is not None):
+        return rows  # a revision of a candidate plan keeps steps: not a fresh decision
+    return rows + _plan_rows(d, steps)
+
+
+def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
+    view, ctx = d.view, d.context
+    observed = (ctx.observations or ()) if ctx is not None else ()
+    obs, checked = view.execution_log(observed)
+    failed_id = ctx.failed_step if ctx is not None else None
+    flagged = frozenset(checked | ({failed_id} if failed_id else set()))
+    subtle = view.subtle_keys(obs, flagged)
+    failed = next((o for o in reversed(obs) if o.key == failed_id), None)
+    can_persist = failed is not None and failed.error is not None and failed.error != "precondition"
+    first = Decider._first_free_number(obs, ctx) if obs else 1  # noqa: SLF001
+    unit = next(_units)
+    rows: list[Row] = []
+    branch = 0
+    for reading in view.readings(subtle):
+        gold = view.plan_gold(obs, reading)
+        line = gold[0].trap_plan if gold else None
+        line_on = (
+            bool(line)
+            and line[0].tool != "finish"  # type: ignore[index]
+            and not any(dep in flagged for g in line for dep in g.deps)  # type: ignore[union-attr]
+        )
+        for took_line in (False, True) if line_on else (False,):
+            plan_gold = list(line) if took_line else list(gold)  # type: ignore[arg-type]
+            if view.is_unreachable(plan_gold):
+                plan_gold = []
+            for persisted in (False, True) if can_persist else (False,):
+                cov = {"n_subtle": min(len(subtle), 3), "n_missed": len(reading)}
+                head: list[Row] = []
+                if line_on:
+                    head.append(d.row(
+                        "choice", "trap" if took_line else "right", unit=unit, branch=branch,
+                        ctype="line", avail="right,trap",
+                        matches="trap" if took_line else "right", **cov,
+                    ))  # fmt: skip
+                if can_persist:
+                    head.append(d.row(
+                        "choice", "persist" if persisted else "right", unit=unit,
+                        branch=branch, ctype="persist", avail="persist,right",
+                        matches="persist" if persisted else "right", **cov,
+                    ))  # fmt: skip
+                body = _branch_body(d, unit, branch, view, plan_gold, steps, first, failed,
+                                    persisted, cov)  # fmt: skip
+                if body is None:
+                    continue  # this branch cannot have written these steps
+                rows += head + body
+                branch += 1
+    if branch == 0:
+        return []
+    rows += _plan_summary(d, view, obs, steps, first, failed if can_persist else None)
+    return rows
+
+
+def _branch_body(
+    d: Decision, unit: int, branch: int, view: OracleView, gold: list[GoldStep],
+    steps: list[Any], first: int, failed: Obs | None, persisted: bool, cov: dict[str, Any],
+) -> list[Row] | None:  # fmt: skip
+    """The step rows of one branch, or None when the branch cannot produce ``steps``."""
+    if persisted:
+        assert failed is not None
+        s0 = steps[0] if steps else None
+        if not (isinstance(s0, dict) and s0.get("tool") == failed.tool
+                and (s0.get("args") or {}) == dict(failed.args)):  # fmt: skip
+            return None
+        if not gold:
+            return [] if len(steps) == 1 else None
+    elif not gold:
+        return [] if not steps else None
+    return _steps_rows(d, unit, branch, view, gold, steps, first, persisted, cov)
+
+
+def _plan_summary(
+    d: Decision, view: OracleView, obs: list[Obs], steps: list[Any], first: int,
+    failed: Obs | None,
+) -> list[Row]:  # fmt: skip
+    """Descriptive rates of the attentive reading: the first step right, a trap taken."""
+    gold = view.plan_gold(obs)
+    if view.is_unreachable(gold) or not gold:
+        return []
+    ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
+    s0 = steps[0] if steps else {"done": True}
+    matches = step_matches(view, s0, gold[0], ids, view.tool_names())
+    rows = [d.row("right_move", int("right" in matches), ctype="step")]
+    if gold[0].trap is not None or view.line_starts_wrong(gold):
+        line = gold[0].trap_plan
+        took = "trap" in matches or (
+            bool(line)
+            and isinstance(s0, dict)
+            and s0.get("tool") == line[0].tool  # type: ignore[index]
+            and line[0].tool != gold[0].tool  # type: ignore[index]
+        )
+        rows.append(d.row("trap", int(took), ctype="step"))
+    if failed is not None:
+        again = (
+            isinstance(s0, dict)
+            and s0.get("tool") == failed.tool
+            and (s0.get("args") or {}) == dict(failed.args)
+        )
+        rows.append(d.row("persist", int(again), ctype="step"))
+    return rows
+
+
+def extract_propose_steps(d: Decision) -> list[Row]:
+    """``propose_steps``: the first candidate is a sample of the belief about the next step
+    of the plan written before anything ran."""
+    try:
+        candidates = parse_step_candidates(d.text)
+    except OutputParseError:
+        return [d.row("malformed", 1, format="steps_json")]
+    rows = [d.row("malformed", 0, format="steps_json")]
+    if not candidates or not fresh(d) or d.context is None:
+        return rows
+    init = d.view.initial_gold()
+    i = len(d.context.plan or ())
+    if i >= len(init.gold):
+        return rows
+    g = init.gold[i]
+    matches = step_matches(d.view, candidates[0], g, init.ids, d.view.tool_names())
+    unit = next(_units)
+    rows.append(
+        d.row(
+            "choice", _sep(matches), unit=unit, branch=0, ctype="step",
+            avail=_sep(step_avail(g, candidates[0])), matches=_sep(matches),
+            n_subtle=0, n_missed=0,
+        )
+    )  # fmt: skip
+    rows.append(d.row("right_move", int("right" in matches), ctype="step"))
+    if g.trap is not None:
+        rows.append(d.row("trap", int("trap" in matches), ctype="step"))
+    return rows
+
+
+register_extractor(RequestKind.ACT, extract_act)
+register_extractor(RequestKind.PROPOSE_ACTIONS, extract_propose_actions)
+register_extractor(RequestKind.PLAN, extract_plan)
+register_extractor(RequestKind.REVISE_PLAN, extract_plan)
+register_extractor(RequestKind.PROPOSE_STEPS, extract_propose_steps)

@@ -1,0 +1,602 @@
+"""Maximum-likelihood fits of the proposer's skill: the simulator's own generative model of a
+decision, written as a likelihood over the ``choice`` rows (:mod:`.extract`), and Bernoulli
+rates for malformed and sloppy output per format.
+
+The decision model (``SimMind.belief`` and ``Decider._sample``): at a decision point the
+belief prefers the trap (``p_trap``, when one is on offer), else the failed call again
+(``p_persist``), else, with the chance ``err * systematic_share``, a mistake drawn by the
+weights ``w_*`` among those on offer, else the right option; ``err = (1 - p_correct) * (1 +
+prompt_tokens / context_scale_tokens)`` (capped at 0.95), every error probability times the
+role's ``error_scale``. The answer is the preferred option, except that with the chance
+``err * (1 - systematic_share)`` it slips to another option drawn in proportion to how good
+it looks (the ``LOOK`` ranges). A subtle warning sign is missed with ``p_miss_signal``: the
+likelihood sums over every reading of the observations, and, for a plan, over whether it
+started on the attractive wrong line and whether it repeated the failed call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from planarena.experiments.calibrate.optim import nelder_mead
+from planarena.experiments.calibrate.registry import (
+    Estimate,
+    FitOptions,
+    bernoulli,
+    judged,
+    register_fit,
+    task_resamples,
+)
+from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.sim_belief import LOOK
+
+KINDS = (
+    "right", "trap", "persist", "fallback", "premise", "early", "invented", "stop",
+    "dependency", "unchecked", "other",
+)  # fmt: skip
+IX = {k: i for i, k in enumerate(KINDS)}
+CTYPES = {"action": 0, "step": 1, "line": 2, "persist": 3}
+# the mistakes a confused belief draws among, per choice type, and the weight of each
+ACTION_W = {"invented": "w_hallucinate", "premise": "w_premise", "stop": "w_stop",
+            "early": "w_stop", "other": "w_other"}  # fmt: skip
+STEP_W = {"invented": "w_hallucinate", "premise": "w_premise", "stop": "w_stop",
+          "dependency": "w_dependency", "unchecked": "w_unchecked", "other": "w_other"}  # fmt: skip
+
+# The decision model's parameters, in the optimiser's order, with their transform.
+PARAMS = (
+    "p_correct", "context_scale_tokens", "p_trap", "p_persist", "p_miss_signal",
+    "systematic_share", "w_hallucinate", "w_premise", "w_dependency", "w_other",
+)  # fmt: skip
+LOGIT = {"p_correct", "p_trap", "p_persist", "p_miss_signal", "systematic_share"}
+START = {
+    "p_correct": 0.9, "context_scale_tokens": 4000.0, "p_trap": 0.3, "p_persist": 0.3,
+    "p_miss_signal": 0.3, "systematic_share": 0.5, "w_hallucinate": 1.0, "w_premise": 1.0,
+    "w_dependency": 1.0, "w_other": 0.05,
+}  # fmt: skip
+MISTAKE_WEIGHTS = ("w_hallucinate", "w_premise", "w_stop", "w_dependency")
+EPS = 1e-12
+
+
+LOWER = np.array([1e-6 if q in LOGIT else 0.0 for q in PARAMS])
+UPPER = np.array([1 - 1e-6 if q in LOGIT else (50.0 if q == "context_scale_tokens" else 20.0)
+                  for q in PARAMS])  # fmt: skip
+STEPS = np.array([0.1 if q in LOGIT else 0.5 for q in PARAMS])
+
+
+def _to_x(values: dict[str, float]) -> np.ndarray:
+    """The optimiser's coordinates: the probabilities and weights themselves, and the decay
+    per 1,000 prompt tokens (``1000 / context_scale_tokens``; 0 is no decay), so a value at
+    the edge of its range (no trap ever taken, no decay) is an ordinary point."""
+    out = [1000.0 / values[q] if q == "context_scale_tokens" else values[q] for q in PARAMS]
+    return np.array(out, dtype=float)
+
+
+def _from_x(x: np.ndarray) -> dict[str, float]:
+    x = np.clip(x, LOWER, UPPER)
+    out = {q: float(v) for q, v in zip(PARAMS, x, strict=True)}
+    out["context_scale_tokens"] = 1000.0 / max(out["context_scale_tokens"], 1e-9)
+    out["w_stop"] = 1.0  # the weights' scale: w_stop is the unit (renormalised on output)
+    out["w_unchecked"] = float(np.mean([out[w] for w in MISTAKE_WEIGHTS]))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def shares(avail: str) -> np.ndarray:
+    """S[top, c]: the chance a slip from ``top`` lands on ``c``, among the options on offer
+    (each other option drawn in proportion to its look, the looks uniform in their ``LOOK``
+    range: a Monte Carlo mean, seeded)."""
+    kinds = [k for k in avail.split(",") if k]
+    out = np.zeros((len(KINDS), len(KINDS)))
+    rng = np.random.default_rng(0)
+    draws = {k: rng.uniform(*LOOK.get(k, LOOK["other"]), size=4000) for k in kinds}
+    for top in [*kinds, "other"]:
+        others = [k for k in kinds if k != top]
+        if not others:
+            continue
+        total = sum(draws[k] for k in others)
+        for k in others:
+            out[IX[top], IX[k]] = float(np.mean(draws[k] / total))
+    return out
+
+
+def _mask(names: Sequence[str]) -> np.ndarray:
+    m = np.zeros((len(names), len(KINDS)))
+    for i, s in enumerate(names):
+        for k in str(s).split(","):
+            if k:
+                m[i, IX[k]] = 1.0
+    return m
+
+
+@dataclass
+class Choices:
+    """The ``choice`` rows as arrays: one line per choice (aggregated where independent)."""
+
+    ctype: np.ndarray
+    avail: np.ndarray  # [n, K] 0/1
+    match: np.ndarray  # [n, K] 0/1
+    q: np.ndarray  # [n, K]: the chance a slip from top k lands on a matching option
+    tokens: np.ndarray
+    scale: np.ndarray
+    task: np.ndarray  # task index (for bootstrap weights)
+    count: np.ndarray  # how many identical independent choices a line stands for
+    branch: np.ndarray  # branch index among mixture branches (-1: independent)
+    prior_missed: np.ndarray  # per mixture branch: readings' missed / attentive counts
+    prior_kept: np.ndarray
+    prior_scale: np.ndarray  # per mixture branch: its role's error scale
+    branch_unit: np.ndarray  # per mixture branch: its unit index
+    unit_task: np.ndarray  # per unit: task index
+    n_units: int
+    tasks: list[str]
+
+    @property
+    def n(self) -> int:
+        return int(self.count.sum())
+
+
+def choices_of(table: pd.DataFrame) -> Choices | None:
+    """The choice rows of ``table`` as arrays for the likelihood."""
+    rows = table[table["quantity"] == "choice"].copy()
+    if rows.empty:
+        return None
+    tasks = sorted(set(rows["task"]))
+    task_ix = {t: i for i, t in enumerate(tasks)}
+    rows["task_ix"] = rows["task"].map(task_ix)
+    rows["n_subtle"] = rows["n_subtle"].fillna(0).astype(int)
+    rows["n_missed"] = rows["n_missed"].fillna(0).astype(int)
+    branches = rows.groupby("unit")["branch"].transform("nunique")
+    single = (branches == 1) & (rows["n_subtle"] == 0)
+    ind = rows[single].copy()
+    ind["tok"] = (ind["prompt_tokens"] // 25) * 25 + 12
+    keys = ["task_ix", "ctype", "avail", "matches", "error_scale", "tok"]
+    ind = ind.groupby(keys, sort=False).size().reset_index(name="count")
+    mix = rows[~single].copy()
+    mix["bkey"] = mix["unit"].astype(str) + ":" + mix["branch"].astype(str)
+    bkeys = list(dict.fromkeys(mix["bkey"]))
+    bix = {b: i for i, b in enumerate(bkeys)}
+    units = list(dict.fromkeys(mix["unit"]))
+    uix = {u: i for i, u in enumerate(units)}
+    first = mix.drop_duplicates("bkey").set_index("bkey").loc[bkeys]
+    ctype = np.concatenate([ind["ctype"].map(CTYPES), mix["ctype"].map(CTYPES)]).astype(int)
+    avail_s = [*ind["avail"], *mix["avail"]]
+    match_s = [*ind["matches"], *mix["matches"]]
+    match = _mask(match_s)
+    q = np.zeros_like(match)
+    for i, a in enumerate(avail_s):
+        q[i] = shares(a) @ match[i] if a else 0.0
+    return Choices(
+        ctype=ctype,
+        avail=_mask(avail_s),
+        match=match,
+        q=q,
+        tokens=np.concatenate([ind["tok"], mix["prompt_tokens"]]).astype(float),
+        scale=np.concatenate([ind["error_scale"], mix["error_scale"]]).astype(float),
+        task=np.concatenate([ind["task_ix"], mix["task_ix"]]).astype(int),
+        count=np.concatenate([ind["count"], np.ones(len(mix))]).astype(float),
+        branch=np.concatenate([-np.ones(len(ind)), mix["bkey"].map(bix)]).astype(int),
+        prior_missed=first["n_missed"].to_numpy(float),
+        prior_kept=(first["n_subtle"] - first["n_missed"]).to_numpy(float),
+        prior_scale=first["error_scale"].to_numpy(float),
+        branch_unit=first["unit"].map(uix).to_numpy(int),
+        unit_task=mix.drop_duplicates("unit").set_index("unit").loc[units]["task_ix"].to_numpy(int),
+        n_units=len(units),
+        tasks=tasks,
+    )
+
+
+def choice_prob(c: Choices, p: dict[str, float]) -> np.ndarray:
+    """The chance of each choice line's observed answer under the parameters ``p``."""
+    s = c.scale
+    err = np.minimum(0.95, (1 - p["p_correct"]) * s * (1 + c.tokens / p["context_scale_tokens"]))
+    pt = np.minimum(1.0, p["p_trap"] * s)
+    pp = np.minimum(1.0, p["p_persist"] * s)
+    share = p["systematic_share"]
+    conf, slip = err * share, err * (1 - share)
+    a = c.avail
+    top = np.zeros_like(a)
+    action, step = c.ctype == CTYPES["action"], c.ctype == CTYPES["step"]
+    line, persist = c.ctype == CTYPES["line"], c.ctype == CTYPES["persist"]
+    t_trap = np.where(action | step | line, a[:, IX["trap"]] * pt, 0.0)
+    t_persist = np.where(action, (1 - t_trap) * a[:, IX["persist"]] * pp, 0.0)
+    t_persist = np.where(persist, pp, t_persist)
+    rest = np.where(
+        persist, 1 - pp, (1 - t_trap) * (1 - np.where(action, a[:, IX["persist"]] * pp, 0))
+    )
+    a_other = a.copy()
+    a_other[:, IX["other"]] = 1.0
+    w_act = np.zeros(len(KINDS))
+    w_step = np.zeros(len(KINDS))
+    for k, w in ACTION_W.items():
+        w_act[IX[k]] = p[w]
+    for k, w in STEP_W.items():
+        w_step[IX[k]] = p[w]
+    w = np.where(action[:, None], w_act, 0) + np.where(step[:, None], w_step, 0)
+    w = w * a_other
+    sim_w = (w.sum(axis=1) - w[:, IX["other"]]) > 0  # the simulator has a mistake on offer
+    w = np.where(sim_w[:, None], w, 0.0)
+    total = w.sum(axis=1)
+    confused = np.where(total > 0, conf, 0.0) * rest
+    mist = (
+        np.where(total[:, None] > 0, w / np.maximum(total, EPS)[:, None], 0.0) * confused[:, None]
+    )
+    top = mist
+    top[:, IX["trap"]] += t_trap
+    top[:, IX["persist"]] += t_persist
+    top[:, IX["right"]] += rest - confused
+    slip = np.where(persist, 0.0, slip)
+    prob = ((1 - slip)[:, None] * c.match + slip[:, None] * c.q) * top
+    return prob.sum(axis=1)
+
+
+def task_loglik(c: Choices, p: dict[str, float]) -> np.ndarray:
+    """The log-likelihood of every task's choices (a mixture unit summed over its readings)."""
+    logp = np.log(np.maximum(choice_prob(c, p), EPS))
+    ind = c.branch < 0
+    out = np.bincount(c.task[ind], weights=logp[ind] * c.count[ind], minlength=len(c.tasks))
+    if c.n_units:
+        pm = np.clip(p["p_miss_signal"] * c.prior_scale, 1e-9, 1 - 1e-9)
+        branch_ll = np.bincount(c.branch[~ind], weights=logp[~ind], minlength=len(c.branch_unit))
+        branch_ll += c.prior_missed * np.log(pm) + c.prior_kept * np.log(1 - pm)
+        top = np.full(c.n_units, -np.inf)
+        np.maximum.at(top, c.branch_unit, branch_ll)
+        summed = np.bincount(c.branch_unit, weights=np.exp(branch_ll - top[c.branch_unit]),
+                             minlength=c.n_units)  # fmt: skip
+        unit_ll = top + np.log(np.maximum(summed, EPS))
+        out += np.bincount(c.unit_task, weights=unit_ll, minlength=len(c.tasks))
+    return out
+
+
+def loglik(c: Choices, p: dict[str, float], weights: np.ndarray | None = None) -> float:
+    """The total log-likelihood, weighted per task (a bootstrap resample's multiplicities)."""
+    per_task = task_loglik(c, p)
+    return float(per_task.sum() if weights is None else per_task @ weights)
+
+
+def mle_x(c: Choices, x0: np.ndarray | None = None, weights: np.ndarray | None = None,
+          max_iter: int = 3000, step: float = 1.0, fixed: np.ndarray | None = None
+          ) -> np.ndarray:  # fmt: skip
+    """The coordinates (:func:`_to_x`) that maximise :func:`loglik` within their range
+    (``fixed``: coordinates held at their value in ``x0``)."""
+    x0 = _to_x(START) if x0 is None else x0.copy()
+    free = np.ones(len(x0), dtype=bool) if fixed is None else ~fixed
+
+    def full(z: np.ndarray) -> np.ndarray:
+        x = x0.copy()
+        x[free] = z
+        return x
+
+    def f(z: np.ndarray) -> float:
+        x = full(z)
+        inside = np.clip(x, LOWER, UPPER)
+        return -loglik(c, _from_x(inside), weights) + 1e3 * float(np.sum((x - inside) ** 2))
+
+    z = nelder_mead(f, x0[free], step=STEPS[free] * step, max_iter=max_iter)
+    z = nelder_mead(f, z, step=STEPS[free] * step / 4, max_iter=max_iter)  # a restart near it
+    return np.clip(full(z), LOWER, UPPER)
+
+
+def mle(c: Choices, weights: np.ndarray | None = None) -> dict[str, float]:
+    """The parameters that maximise :func:`loglik`."""
+    return _from_x(mle_x(c, weights=weights))
+
+
+def task_derivatives(c: Choices, x: np.ndarray, h: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+    """(G[t, i], H[t, i, j]): every task's gradient and Hessian of its log-likelihood in the
+    transformed parameters, by central differences."""
+    d = len(x)
+
+    def moved(at: np.ndarray, i: int, by: float) -> np.ndarray:
+        out = at.copy()
+        out[i] = np.clip(at[i] + by, LOWER[i], UPPER[i])
+        return out
+
+    def grad(at: np.ndarray) -> np.ndarray:
+        g = np.zeros((len(c.tasks), d))
+        for i in range(d):
+            up, down = moved(at, i, h), moved(at, i, -h)
+            span = up[i] - down[i]
+            g[:, i] = (task_loglik(c, _from_x(up)) - task_loglik(c, _from_x(down))) / span
+        return g
+
+    g0 = grad(x)
+    hess = np.zeros((len(c.tasks), d, d))
+    for j in range(d):
+        up, down = moved(x, j, 4 * h), moved(x, j, -4 * h)
+        hess[:, :, j] = (grad(up) - grad(down)) / (up[j] - down[j])
+    hess = (hess + hess.transpose(0, 2, 1)) / 2
+    return g0, hess
+
+
+def at_edge(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The coordinates held at an edge of their range by the data (the likelihood still
+    rises beyond it): a maximum there is not a stationary point, so they are not stepped."""
+    low = (x <= LOWER + 1e-9) & (g < 0)
+    high = (x >= UPPER - 1e-9) & (g > 0)
+    return low | high
+
+
+def _projected_step(x: np.ndarray, g: np.ndarray, hess: np.ndarray, fixed: np.ndarray
+                    ) -> np.ndarray:  # fmt: skip
+    """One Newton step of a maximisation for the coordinates not ``fixed``, clipped to the
+    box (a direction the data do not curve takes a long step: its replicates spread)."""
+    free = ~fixed
+    delta = np.zeros(len(x))
+    if free.any():
+        sub = hess[np.ix_(free, free)]
+        vals, vecs = np.linalg.eigh(sub)
+        floor = 1.0  # a direction the data curve less than this: a unit of spread
+        vals = np.minimum(vals, -floor)  # a maximum: negative curvature in every direction
+        delta[free] = -(vecs @ ((vecs.T @ g[free]) / vals))
+    return np.clip(x + delta, LOWER, UPPER)
+
+
+def edge_interval(c: Choices, x: np.ndarray, i: int) -> tuple[float, float]:
+    """For a coordinate at an edge: from the edge to where the log-likelihood, the others
+    held, has fallen by 1.92 (a one-sided 95 % likelihood bound)."""
+    base = loglik(c, _from_x(x))
+    inward = 1.0 if x[i] <= LOWER[i] + 1e-9 else -1.0
+    lo, hi = 0.0, UPPER[i] - LOWER[i]
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        y = x.copy()
+        y[i] = np.clip(x[i] + inward * mid, LOWER[i], UPPER[i])
+        if base - loglik(c, _from_x(y)) > 1.92:
+            hi = mid
+        else:
+            lo = mid
+    other = float(np.clip(x[i] + inward * hi, LOWER[i], UPPER[i]))
+    return (float(x[i]), other) if inward > 0 else (other, float(x[i]))
+
+
+def one_step_boot(c: Choices, x: np.ndarray, boot: int, seed: int,
+                  held: np.ndarray | None = None) -> list[np.ndarray]:  # fmt: skip
+    """Task-bootstrap replicates of the MLE by one Newton step from the full-data optimum
+    (each resample's weighted gradient and Hessian): the linearised bootstrap, exact to
+    first order and thousands of times cheaper than refitting. A direction the data do not
+    curve is not regularised away: its replicates spread, and its interval says so."""
+    g, hess = task_derivatives(c, x)
+    fixed = at_edge(x, g.sum(axis=0)) | (np.zeros(len(x), dtype=bool) if held is None else held)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(boot):
+        w = np.bincount(rng.integers(0, len(c.tasks), len(c.tasks)), minlength=len(c.tasks))
+        w = w.astype(float)
+        gw, hw = w @ g, np.tensordot(w, hess, axes=1)
+        out.append(_projected_step(x, gw, hw, fixed))
+    return out
+
+
+def normalised(p: dict[str, float]) -> dict[str, float]:
+    """The mistake weights scaled to mean 1 (only their ratios are identified)."""
+    scale = float(np.mean([p[w] for w in MISTAKE_WEIGHTS]))
+    out = dict(p)
+    for w in (*MISTAKE_WEIGHTS, "w_unchecked", "w_other"):
+        out[w] = p[w] / scale
+    return out
+
+
+@dataclass
+class Support:
+    """How much the choices say about each parameter: decisions where it could act."""
+
+    n: dict[str, int]
+    tasks: dict[str, int]
+    absent: dict[str, str]
+
+
+def support(c: Choices) -> Support:
+    """Per parameter, the choices on which it could have acted (and their tasks)."""
+    a, cnt, ctype = c.avail, c.count, c.ctype
+    independent = c.branch < 0
+    n_units = int(cnt[independent].sum()) + c.n_units
+
+    def over(mask: np.ndarray) -> tuple[int, int]:
+        return int(cnt[mask].sum()), len(set(c.task[mask]))
+
+    trap = over(a[:, IX["trap"]] > 0)
+    persist = over((a[:, IX["persist"]] > 0) | (ctype == CTYPES["persist"]))
+    dep = over(a[:, IX["dependency"]] > 0)
+    miss = (c.n_units if c.prior_missed.size and (c.prior_missed > 0).any() else 0,
+            len(set(c.unit_task)))  # fmt: skip
+    alln = (n_units, len(c.tasks))
+    n = {
+        "p_correct": alln, "context_scale_tokens": alln, "systematic_share": alln,
+        "w_hallucinate": alln, "w_premise": alln, "w_stop": alln, "w_other": alln,
+        "p_trap": trap, "p_persist": persist, "w_dependency": dep, "p_miss_signal": miss,
+        "w_unchecked": (0, 0),
+    }  # fmt: skip
+    absent = {
+        "p_trap": "no trap was ever on offer",
+        "p_persist": "no failed call was ever there to repeat",
+        "p_miss_signal": "no subtle warning sign was ever in view",
+        "w_dependency": "no plan step with a dependency was ever written",
+        "w_unchecked": "an omitted post-condition cannot be told from a check the model "
+        "never writes (check_coverage)",
+    }
+    return Support({k: v[0] for k, v in n.items()}, {k: v[1] for k, v in n.items()}, absent)
+
+
+REPORTED = (
+    "p_correct", "context_scale_tokens", "p_trap", "p_persist", "p_miss_signal",
+    "systematic_share", "w_hallucinate", "w_premise", "w_stop", "w_dependency",
+    "w_unchecked", "w_other",
+)  # fmt: skip
+NOTES = {
+    "p_correct": "right-move rate at an empty prompt (err = (1-p)(1+tokens/scale))",
+    "context_scale_tokens": "prompt tokens per 1x growth of the error rate",
+    "p_trap": "belief prefers the trap when one is on offer",
+    "p_persist": "belief prefers repeating the failed call",
+    "p_miss_signal": "a subtle warning sign overlooked (summed over readings)",
+    "systematic_share": "share of errors that are beliefs (mistakes) rather than slips",
+    "w_other": "moves outside the simulator's options (not a profile field)",
+}
+
+
+def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled"
+                  ) -> list[Estimate]:  # fmt: skip
+    """The decision model's MLE with task-bootstrap intervals, per parameter. When the
+    prompts' lengths do not identify the decay, it is held at the default profile's
+    ``context_scale_tokens`` and the rest refitted, so the written profile is coherent."""
+    c = choices_of(table)
+    if c is None:
+        return [
+            judged(p, None, (None, None), 0, 0, options, group=group, absent="no decision observed")
+            for p in REPORTED
+        ]
+    out = _estimates(c, options, group, None)
+    scale = next(e for e in out if e.parameter == "context_scale_tokens")
+    if scale.identified:
+        return out
+    held = np.array([q == "context_scale_tokens" for q in PARAMS])
+    again = _estimates(c, options, group, held)
+    for e in again:
+        if e.parameter == "context_scale_tokens":
+            e.value, e.lo, e.hi = scale.value, scale.lo, scale.hi
+            e.identified, e.reason = False, scale.reason
+        elif e.identified or e.value is not None:
+            e.note = (e.note + "; " if e.note else "") + (
+                f"fitted with context_scale_tokens held at {DEFAULT_SCALE:g}"
+            )
+    return again
+
+
+DEFAULT_SCALE = float(SkillProfile.model_fields["context_scale_tokens"].default)
+
+
+def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | None
+               ) -> list[Estimate]:  # fmt: skip
+    x0 = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE})
+    x = mle_x(c, x0, fixed=held)
+    if options.extra.get("exact_boot"):  # refit every resample (slow, exact)
+        rng = np.random.default_rng(options.seed)
+        xs = []
+        for _ in range(options.boot):
+            w = np.bincount(rng.integers(0, len(c.tasks), len(c.tasks)), minlength=len(c.tasks))
+            xs.append(mle_x(c, x, w.astype(float), max_iter=800, step=0.3, fixed=held))
+    else:
+        xs = one_step_boot(c, x, options.boot, options.seed, held)
+    best = normalised(_from_x(x))
+    unit = float(np.mean([_from_x(x)[w] for w in MISTAKE_WEIGHTS]))  # the weights' scale
+    g_full = task_derivatives(c, x)[0].sum(axis=0) if not options.extra.get("exact_boot") else None
+    edges = at_edge(x, g_full) if g_full is not None else np.zeros(len(x), dtype=bool)
+    sup = support(c)
+    intervals: dict[str, tuple[float, float]] = {}
+    for i, q in enumerate(PARAMS):
+        if held is not None and held[i]:
+            lo_x = hi_x = float(x[i])
+        elif edges[i]:
+            lo_x, hi_x = edge_interval(c, x, i)
+        else:
+            vals = np.array([b[i] for b in xs])
+            lo_x, hi_x = float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+        if q == "context_scale_tokens":  # a decay per 1,000 tokens, as a scale
+            intervals[q] = (1000.0 / max(hi_x, 1e-9), 1000.0 / max(lo_x, 1e-9))
+        elif q.startswith("w_"):
+            intervals[q] = (lo_x / unit, hi_x / unit)
+        else:
+            intervals[q] = (lo_x, hi_x)
+    w_stop = [1.0 / float(np.mean([_from_x(b)[w] for w in MISTAKE_WEIGHTS])) for b in xs]
+    intervals["w_stop"] = (float(np.percentile(w_stop, 2.5)), float(np.percentile(w_stop, 97.5)))
+    intervals["w_unchecked"] = (1.0, 1.0)
+    out = []
+    for q in REPORTED:
+        lo, hi = intervals[q]
+        n, tasks = sup.n[q], sup.tasks[q]
+        absent = sup.absent.get(q, "no decision observed")
+        est = judged(q, best[q], (lo, hi), n, tasks, options, group=group, absent=absent,
+                     note=NOTES.get(q, "relative weight among mistakes (mean 1)"))  # fmt: skip
+        if n and (q == "context_scale_tokens" or q.startswith("w_")):
+            # a scale or a weight: judged by the ratio of its bounds, not their difference
+            ok = hi <= 3 * max(lo, 0.05 if q.startswith("w_") else 1.0) and n >= options.min_n
+            est.identified = ok
+            est.reason = f"n={n} over {tasks} tasks" if ok else (
+                f"interval {lo:.3g}..{hi:.3g} spans more than 3x"
+                + (": the prompts' lengths vary too little to tell the decay from the base "
+                   "rate" if q == "context_scale_tokens" else "")
+            )  # fmt: skip
+        if q == "w_unchecked":
+            est.identified, est.reason = False, sup.absent[q]
+        if q in ("w_other",):
+            est.note = NOTES[q]
+        out.append(est)
+    return out
+
+
+def _decisions_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    return fit_decisions(table, options)
+
+
+def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """Malformed and sloppy output per format (a plan asked as text apart), pooled over the
+    formats into the profile's fields and per format for the report."""
+    out = []
+    specs = (
+        ("malformed", "p_malformed", "no JSON-bearing answer was ever asked for"),
+        ("sloppy_json", "p_sloppy_json", "no Plan JSON was ever asked for"),
+        ("malformed_text", "p_malformed_text", "no plan was ever asked as text"),
+        ("sloppy_text", "p_sloppy_text", "no plan was ever asked as text"),
+    )
+    for quantity, parameter, absent in specs:
+        rows = table[table["quantity"] == quantity]
+        pooled = rows[rows["format"] != "candidates"] if "format" in rows else rows
+        out.append(scaled_bernoulli(pooled, parameter, options, absent=absent))
+        if "format" in rows:
+            for fmt, sub in rows.groupby("format"):
+                out.append(scaled_bernoulli(sub, parameter, options, absent=absent,
+                                            group=f"format={fmt}"))  # fmt: skip
+    return out
+
+
+def scaled_bernoulli(rows: pd.DataFrame, parameter: str, options: FitOptions, *, absent: str,
+                     group: str = "pooled") -> Estimate:  # fmt: skip
+    """A rate whose chance on each row is ``min(1, p * error_scale)`` (the role's model
+    profile scales every error probability in a simulated run): the MLE on a grid, from
+    per-(task, scale) sums, with its task bootstrap. With every scale 1, the plain mean."""
+    if rows.empty or np.allclose(rows["error_scale"].astype(float), 1.0):
+        return bernoulli(rows, parameter, options, absent=absent, group=group)
+    y = rows.assign(y=rows["outcome"].astype(float))
+    agg = y.groupby(["task", "error_scale"])["y"].agg(["sum", "count"]).reset_index()
+    tasks = sorted(set(agg["task"]))
+    t_ix = agg["task"].map({t: i for i, t in enumerate(tasks)}).to_numpy()
+    grid = np.linspace(0, 1, 1001)
+    q = np.clip(np.outer(grid, agg["error_scale"].to_numpy(float)), 1e-9, 1 - 1e-9)
+    ll = np.log(q) * agg["sum"].to_numpy() + np.log(1 - q) * (agg["count"] - agg["sum"]).to_numpy()
+
+    def best(w_task: np.ndarray) -> float:
+        return float(grid[int(np.argmax(ll @ w_task[t_ix]))])
+
+    value = best(np.ones(len(tasks)))
+    boots = [best(w.astype(float)) for w in task_resamples(tasks, options.boot, options.seed)]
+    interval = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)))
+    return judged(parameter, value, interval, len(rows), len(tasks), options, group=group,
+                  absent=absent)  # fmt: skip
+
+
+def per_group(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    """The decision model per role and per kind (the report's breakdown; fewer resamples)."""
+    out = []
+    small = FitOptions(boot=max(10, options.boot // 5), seed=options.seed, min_n=options.min_n,
+                       max_width=options.max_width)  # fmt: skip
+    choice = table[table["quantity"] == "choice"]
+    for col in ("role", "kind"):
+        for name, _ in choice.groupby(col):
+            sub = table[table[col] == name]
+            for est in fit_decisions(sub, small, group=f"{col}={name}"):
+                if est.parameter in ("p_correct", "p_trap", "p_persist", "p_miss_signal"):
+                    out.append(est)
+    return out
+
+
+register_fit("decisions", _decisions_fit)
+register_fit("formats", _format_fit)
+
+
+def _groups_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
+    return per_group(table, options) if options.extra.get("groups", True) else []
+
+
+register_fit("groups", _groups_fit)
