@@ -18,8 +18,11 @@ from planarena.experiments.studies.sim_vs_real import held_out
 from planarena.experiments.studies.sim_vs_real_config import mirror_into, profile_of
 from planarena.experiments.studies.sim_vs_real_stats import (
     MECHANISMS,
+    common_tasks,
+    completion_gaps,
     kendall_tau_b,
     kendall_tau_b_rows,
+    on_tasks,
 )
 from planarena.planners.llm.profiles import SKILLS, SkillProfile
 
@@ -225,3 +228,45 @@ def test_the_default_profile_sits_beside_the_real_run(weak_run: Path, tmp_path: 
     (tmp_path / "profile.yaml").write_text("name: fitted\n")
     assert profile_of({}, tmp_path / "run") == str(tmp_path / "profile.yaml")
     assert profile_of({"profile": "strong"}, weak_run) == "strong"
+
+
+def _records(
+    rates: dict[str, float], n_tasks: int, *, skip: tuple[str, int] | None = None
+) -> pd.DataFrame:
+    """Synthetic records: planner p succeeds on the first ``rates[p] * n_tasks`` tasks."""
+    rows = [
+        {
+            "planner": p,
+            "env": "e",
+            "complexity": "simple",
+            "task_id": f"e-simple-{2 * i + 1:04d}",
+            "success": i < round(rate * n_tasks),
+        }
+        for p, rate in rates.items()
+        for i in range(n_tasks)
+        if skip != (p, i)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_common_offset_is_a_level_not_a_ranking_error() -> None:
+    real = _records({"a": 0.2, "b": 0.5, "c": 0.3}, 40)
+    sim = _records({"a": 0.5, "b": 0.8, "c": 0.6}, 40)  # every planner +30 pp
+    gaps, level = completion_gaps(real, sim, ["a", "b", "c"], seed=0, n_boot=400)
+    assert level["gap"] == pytest.approx(0.3) and level["gap_lo"] > 0
+    assert (gaps["verdict"] == "sim over-predicts").all()
+    assert (gaps["rel_verdict"] == "in line").all()
+    assert gaps["rel_gap"].abs().max() < 1e-12
+    tilted = _records({"a": 0.5, "b": 0.8, "c": 0.95}, 40)  # c gains far more than the others
+    gaps, _ = completion_gaps(real, tilted, ["a", "b", "c"], seed=0, n_boot=400)
+    assert gaps.set_index("planner").at["c", "rel_verdict"] == "sim ranks it too high"
+
+
+def test_only_tasks_every_planner_ran_in_both_are_compared() -> None:
+    real = _records({"a": 0.5, "b": 0.5}, 6, skip=("b", 2))  # a recording cut short
+    sim = _records({"a": 0.5, "b": 0.5}, 6)
+    tasks = common_tasks({"real": real, "sim": sim}, ["a", "b"])
+    assert len(tasks) == 5 and "e/simple/e-simple-0005" not in tasks
+    assert set(on_tasks(sim, tasks)["task_id"]) == {
+        f"e-simple-{2 * i + 1:04d}" for i in (0, 1, 3, 4, 5)
+    }

@@ -49,6 +49,8 @@ class Comparison:
     """Held-out tasks of the real run left out: not run by every planner in both sources."""
     repeated: bool
     """Some task ran more than once per planner: completion intervals are task bootstraps."""
+    level: dict[str, float]
+    """The mean over planners of sim minus real completion, with its interval."""
 
 
 def compare(
@@ -68,7 +70,7 @@ def compare(
     modes = failure_modes(held)
     tokens = tokens_column(held["real"], held["sim"])
     table = side_by_side(held, present, modes, tokens, seed=seed, n_boot=s.n_boot)
-    gaps = completion_gaps(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
+    gaps, level = completion_gaps(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
     tau = tau_with_interval(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
     tau_fit = tau_with_interval(
         fit["real"], fit["sim"], present, seed=seed, n_boot=s.n_boot, label="fit"
@@ -87,6 +89,7 @@ def compare(
         _label(sim),
         dropped,
         repeats(held),
+        level,
     )
 
 
@@ -183,19 +186,33 @@ def verdict(c: Comparison) -> list[str]:
             f"- **The simulator does not predict this model's ranking at this n**: "
             f"τ_b = {_tau(t)}, the interval includes 0 ({t['tasks']} held-out tasks)."
         )
-    wrong = c.gaps[c.gaps["verdict"] != "agrees"]
+    lv = c.level
+    if not math.isnan(lv["gap"]):
+        lines.append(
+            f"- Level: averaged over the planners, the simulator's completion is "
+            f"{_pp(lv['gap'])} pp [{_pp(lv['gap_lo'])}, {_pp(lv['gap_hi'])}] off the real "
+            "model's (sim − real); an offset shared by every planner leaves the ranking intact."
+        )
+    wrong = c.gaps[c.gaps["rel_verdict"] != "in line"]
     if wrong.empty:
         lines.append(
-            "- No planner's completion differs beyond the noise (every paired interval of sim "
-            "minus real includes 0)."
+            "- No planner is ranked wrong beyond the noise: every planner's gap is in line "
+            "with the average gap (each paired interval of its difference includes 0)."
         )
     else:
         parts = [
-            f"{r.planner} ({r.verdict.removeprefix('sim ')}, {_pp(r.gap)} pp "
-            f"[{_pp(r.gap_lo)}, {_pp(r.gap_hi)}])"
+            f"{r.planner} ({r.rel_verdict.removeprefix('sim ')}: {_pp(r.rel_gap)} pp beyond "
+            f"the average gap [{_pp(r.rel_lo)}, {_pp(r.rel_hi)}])"
             for r in wrong.itertuples()
         ]
-        lines.append("- Planners it gets wrong: " + "; ".join(parts) + ".")
+        lines.append("- Planners it ranks wrong: " + "; ".join(parts) + ".")
+    off = c.gaps[c.gaps["verdict"] != "agrees"]
+    if not off.empty:
+        lines.append(
+            "- Completion off beyond the noise (paired interval of sim − real clear of 0): "
+            + ", ".join(f"{r.planner} ({r.verdict.removeprefix('sim ')})" for r in off.itertuples())
+            + "."
+        )
     ranks = c.table.pivot(index="planner", columns="source", values="rank").reindex(c.planners)
     moved = (ranks["sim"] - ranks["real"]).abs().sort_values(ascending=False, kind="stable")
     moved = moved[moved >= 2]
@@ -248,18 +265,21 @@ def markdown(c: Comparison, s: Settings) -> str:
         "## Side by side (held-out tasks)",
         "",
         "| planner | completion real [95 % CI] | completion sim [95 % CI] | sim − real, pp "
-        "[95 % CI] | rank real | rank sim | tokens/episode real | sim | LLM calls/episode "
-        "real | sim |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "[95 % CI] | beyond the average gap, pp [95 % CI] | rank real | rank sim | "
+        "tokens/episode real | sim | LLM calls/episode real | sim |",
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for p in c.planners:
         r, m = by[(p, "real")], by[(p, "sim")]
         g = gaps.loc[p] if p in gaps.index else None
-        gap = f"{_pp(g['gap'])} [{_pp(g['gap_lo'])}, {_pp(g['gap_hi'])}]" if g is not None else "–"
+        gap = rel = "–"
+        if g is not None:
+            gap = f"{_pp(g['gap'])} [{_pp(g['gap_lo'])}, {_pp(g['gap_hi'])}]"
+            rel = f"{_pp(g['rel_gap'])} [{_pp(g['rel_lo'])}, {_pp(g['rel_hi'])}]"
         lines.append(
             f"| {p} | {_pct(r['completion'])} [{_pct(r['completion_lo'])}, "
             f"{_pct(r['completion_hi'])}] | {_pct(m['completion'])} [{_pct(m['completion_lo'])}, "
-            f"{_pct(m['completion_hi'])}] | {gap} | {r['rank']:g} | {m['rank']:g} | "
+            f"{_pct(m['completion_hi'])}] | {gap} | {rel} | {r['rank']:g} | {m['rank']:g} | "
             f"{_num(r['tokens_mean'])} | {_num(m['tokens_mean'])} | {_num(r['calls_mean'])} | "
             f"{_num(m['calls_mean'])} |"
         )

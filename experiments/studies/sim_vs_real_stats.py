@@ -146,16 +146,28 @@ def tau_with_interval(
     return {**out, "tau": tau, "tau_lo": lo, "tau_hi": hi, "undefined": int(np.isnan(taus).sum())}
 
 
+GAP_COLUMNS = ["planner", "gap", "gap_lo", "gap_hi", "verdict", "rel_gap", "rel_lo", "rel_hi"]
+GAP_COLUMNS += ["rel_verdict"]
+
+
+def _sign_verdict(lo: float, hi: float, above: str, below: str, neither: str) -> str:
+    return above if lo > 0 else below if hi < 0 else neither
+
+
 def completion_gaps(
     real: pd.DataFrame, sim: pd.DataFrame, planners: Sequence[str], *, seed: int, n_boot: int
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per planner: sim's completion minus real's on the tasks both ran, with a paired
-    percentile-bootstrap 95 % interval over tasks; ``verdict`` says whether the simulator
-    over- or under-predicts (interval clear of 0) or agrees within the noise."""
+    percentile-bootstrap 95 % interval over tasks (``verdict``: over- or under-predicted,
+    the interval clear of 0, or ``agrees``); and the same gap minus the mean gap over the
+    planners (``rel_*``: a simulator that is off by the same amount for every planner still
+    ranks them right, so the planners it *ranks* wrong are those whose gap differs from the
+    others'). Also returns the mean gap (the level) with its interval."""
     tasks = sorted(set(task_key(real)) & set(task_key(sim)))
     rows = []
-    if not tasks:
-        return pd.DataFrame(columns=["planner", "gap", "gap_lo", "gap_hi", "verdict"])
+    nan = {"gap": math.nan, "gap_lo": math.nan, "gap_hi": math.nan}
+    if not tasks or not planners:
+        return pd.DataFrame(columns=GAP_COLUMNS), nan
     sr, nr = task_matrix(real, "success", tasks, planners)
     ss, ns = task_matrix(sim, "success", tasks, planners)
     rng = boot_rng(seed, "sim_vs_real", "gap")
@@ -166,19 +178,31 @@ def completion_gaps(
     boot = np.concatenate(draws)
     with np.errstate(divide="ignore", invalid="ignore"):
         point = ss.sum(0) / ns.sum(0) - sr.sum(0) / nr.sum(0)
+    with np.errstate(invalid="ignore"):
+        boot_mean = np.nanmean(boot, axis=1) if boot.size else boot
+    level_lo, level_hi = percentile_interval(boot_mean, 0.95)
+    level = {"gap": float(np.mean(point)), "gap_lo": level_lo, "gap_hi": level_hi}
     for k, planner in enumerate(planners):
         lo, hi = percentile_interval(boot[:, k], 0.95)
-        gap = float(point[k])
-        if lo > 0:
-            verdict = "sim over-predicts"
-        elif hi < 0:
-            verdict = "sim under-predicts"
-        else:
-            verdict = "agrees"
+        r_lo, r_hi = percentile_interval(boot[:, k] - boot_mean, 0.95)
         rows.append(
-            {"planner": planner, "gap": gap, "gap_lo": lo, "gap_hi": hi, "verdict": verdict}
+            {
+                "planner": planner,
+                "gap": float(point[k]),
+                "gap_lo": lo,
+                "gap_hi": hi,
+                "verdict": _sign_verdict(
+                    lo, hi, "sim over-predicts", "sim under-predicts", "agrees"
+                ),
+                "rel_gap": float(point[k] - np.mean(point)),
+                "rel_lo": r_lo,
+                "rel_hi": r_hi,
+                "rel_verdict": _sign_verdict(
+                    r_lo, r_hi, "sim ranks it too high", "sim ranks it too low", "in line"
+                ),
+            }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=GAP_COLUMNS), level
 
 
 # --------------------------------------------------------------------------- side by side
