@@ -38,6 +38,17 @@ GRID = [
     "figures=false",
     "write_traces=false",
 ]
+PRIMARY = {
+    "malformed_output": "p_malformed",
+    "false_success": "p_miss_signal",
+    "hallucinated_tool_call": "w_hallucinate",
+    "plan_logic_error": "w_dependency",
+    "precondition_unverified": "w_premise",
+    "dead_end": "p_trap",
+    "gave_up_after_tool_failure": "w_stop",
+    "budget_exhausted": "p_correct",
+}
+"""The simulator field each failure mode is first of all about (docs/simulator.md)."""
 ERROR_MODES = (
     "hallucinated_tool_call",
     "plan_logic_error",
@@ -111,8 +122,10 @@ def test_against_the_profile_that_made_the_run_the_comparison_is_exact(
     for name in ("sim_vs_real.png", "sim_vs_real-1col.png", "sim_vs_real.pdf"):
         assert (out / "figures" / name).stat().st_size > 1000
     # the job ran the real run's settings, though its overrides named none of them
-    sim_records = api.load(out)
-    assert sorted(set(sim_records["task_id"])) == sorted(set(api.load(weak_run)["task_id"]))
+    sim_records, real_records = api.load(out), api.load(weak_run)
+    for key in ("planner", "env", "complexity", "task_id"):
+        assert set(sim_records[key]) == set(real_records[key]), key
+    assert len(sim_records) == len(real_records)
 
 
 def _fields(text: str) -> set[str]:
@@ -151,6 +164,7 @@ def test_against_a_different_profile_the_gaps_point_to_the_mechanisms_that_diffe
         # and the mechanism named is one whose value differs between the two profiles
         assert _fields(mechanism) & differ, (mode, mechanism)
         assert mechanism == MECHANISMS[mode]
+        assert re.match(rf"{PRIMARY[mode]}\b", mechanism), (mode, mechanism)
     t = table(out)
     wrong = t[(t["source"] == "sim") & (t["verdict"] != "agrees")]
     assert len(wrong) >= 2  # completion far apart, beyond the paired interval
