@@ -303,6 +303,10 @@ def parse_action_turn(text: str, *, max_chars: int = 50_000) -> ActionTurn:
                 thought = _THOUGHT.search(text)
                 name = action.group(1).strip().strip("`'\"")
                 repairs: tuple[str, ...] = ()
+                if (called := _CALL.match(name)) and name.endswith(")"):
+                    # ``Action: search_web("q")`` over an Action Input: the tool is the call's
+                    # name, its arguments the Action Input's (the call's are not read)
+                    name, repairs = called.group(1), ("function-call style",)
                 if name != FINISH and name.lower() == FINISH:
                     name, repairs = FINISH, ("label style",)
                 return ActionTurn(thought.group(1).strip() if thought else "", name, value, repairs)
@@ -528,7 +532,7 @@ _REQUEST_MARKERS = (
 )
 STOP_SEQUENCES: dict[str, list[str]] = {
     # a ReAct turn ends before the observation it would otherwise invent
-    "action": ["\nObservation:", "\nObservation :"],
+    "action": ["\nObservation:", "\nObservation :", "\nThought:"],  # nor a second turn
     "candidates": ["\nObservation:"],
 }
 MAX_TOKENS: dict[str, int] = {

@@ -134,6 +134,18 @@ def test_function_call_style_reads_literals_only(text: str) -> None:
     assert "function-call style" in turn.repairs
 
 
+def test_call_style_action_over_an_action_input_reads_the_input() -> None:
+    """A small model writes the call and then the Action Input: the tool is the call's name,
+    the arguments are the Action Input's, and it counts as a repair."""
+    text = (
+        'Thought: x\nAction: search_web("Acme annual report 2025")\n'
+        'Action Input: {"query": "Acme annual report 2025", "year": 2025}'
+    )
+    turn = parse_action_turn(text)
+    assert (turn.action, turn.action_input) == ("search_web", ARGS)
+    assert turn.repairs == ("function-call style",)
+
+
 def test_function_call_with_code_is_not_evaluated() -> None:
     for text in [
         "Action: search_web(query=__import__('os').getcwd())",

@@ -140,6 +140,8 @@ def serve_command(model: LocalModel, python: str, port: int, threads: int) -> li
         "32768",  # the model's own context: a 20-turn ReAct transcript passes 8,192 tokens
         "--n_threads",
         str(threads),
+        "--flash_attn",
+        "true",  # about a fifth faster prefill on CPU
     ]
 
 
