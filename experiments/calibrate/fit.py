@@ -354,19 +354,21 @@ def edge_interval(c: Choices, x: np.ndarray, i: int) -> tuple[float, float]:
 
 def one_step_boot(c: Choices, x: np.ndarray, boot: int, seed: int,
                   held: np.ndarray | None = None) -> list[np.ndarray]:  # fmt: skip
-    """Task-bootstrap replicates of the MLE by one Newton step from the full-data optimum
-    (each resample's weighted gradient and Hessian): the linearised bootstrap, exact to
-    first order and thousands of times cheaper than refitting. A direction the data do not
-    curve is not regularised away: its replicates spread, and its interval says so."""
+    """Task-bootstrap replicates of the MLE by one Newton step from the full-data optimum:
+    each resample's gradient (its tasks' scores, with their multiplicities) against the full
+    data's curvature. The linearised bootstrap: exact to first order, thousands of times
+    cheaper than refitting, and stable where a resample's own curvature would not be. A
+    direction the data barely curve is floored, not regularised away: its replicates
+    spread, and its interval says so. Coordinates held at an edge of their range stay."""
     g, hess = task_derivatives(c, x)
     fixed = at_edge(x, g.sum(axis=0)) | (np.zeros(len(x), dtype=bool) if held is None else held)
+    total = hess.sum(axis=0)  # the full data's curvature, for every resample (stable)
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(boot):
         w = np.bincount(rng.integers(0, len(c.tasks), len(c.tasks)), minlength=len(c.tasks))
         w = w.astype(float)
-        gw, hw = w @ g, np.tensordot(w, hess, axes=1)
-        out.append(_projected_step(x, gw, hw, fixed))
+        out.append(_projected_step(x, w @ g, total, fixed))
     return out
 
 
@@ -453,10 +455,20 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
         return out
     held = np.array([q == "context_scale_tokens" for q in PARAMS])
     again = _estimates(c, options, group, held)
+    free = {e.parameter: e for e in out}
     for e in again:
         if e.parameter == "context_scale_tokens":
             e.value, e.lo, e.hi = scale.value, scale.lo, scale.hi
             e.identified, e.reason = False, scale.reason
+            continue
+        if e.parameter == "p_correct":
+            # the base rate trades off against the decay: its interval spans both fits', so
+            # it carries the decay's uncertainty as well as its own
+            f = free[e.parameter]
+            if None not in (e.lo, e.hi, f.lo, f.hi):
+                e.lo, e.hi = min(e.lo, f.lo), max(e.hi, f.hi)  # type: ignore[type-var]
+                ok = judged(e.parameter, e.value, (e.lo, e.hi), e.n, e.tasks, options)
+                e.identified, e.reason = ok.identified, ok.reason
         elif e.identified or e.value is not None:
             e.note = (e.note + "; " if e.note else "") + (
                 f"fitted with context_scale_tokens held at {DEFAULT_SCALE:g}"
