@@ -37,11 +37,26 @@ experiments.analysis  search configs envs planners process records
 experiments.studies   search configs envs planners process records analysis
 experiments.run       search configs envs planners process records analysis studies
 experiments.bench     search configs envs planners process records analysis studies run
+experiments.calibrate search configs envs planners process records analysis studies run
 experiments           search configs envs planners process records analysis studies run bench
+                      calibrate
 """
+
+
+def _rows(text: str) -> list[str]:
+    """The table's rows; a line that starts with spaces continues the row above."""
+    rows: list[str] = []
+    for line in text.strip().split("\n")[1:]:
+        if line.startswith(" ") and rows:
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    return rows
+
+
 LAYERS: dict[str, tuple[str, ...]] = {
     layer: tuple(name if name in FOLDERS else f"experiments.{name}" for name in allowed)
-    for layer, *allowed in (row.replace("-", "").split() for row in RULES.strip().split("\n")[1:])
+    for layer, *allowed in (row.replace("-", "").split() for row in _rows(RULES))
 }
 
 
