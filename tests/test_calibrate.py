@@ -1,0 +1,151 @@
+"""Calibration's plumbing: a skill profile file as ``llm.skill``, the CLI end to end on a
+simulated run, a real-model run replayed only from its response cache, the held-out split,
+and the classification of an answer against the oracle's options (``docs/calibration.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import BIN
+from planarena.experiments.calibrate import extract
+from planarena.experiments.calibrate.cli import main
+from planarena.experiments.calibrate.observe import CacheMiss, decisions, observe
+from planarena.experiments.run.llm_factory import ConfigError, llm_label, skill_profile
+from planarena.planners.formats import dumps
+from planarena.planners.llm.profiles import SKILLS, SkillProfile
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small simulated run: ReAct and a replanning plan planner on report tasks."""
+    run = tmp_path_factory.mktemp("calib") / "run"
+    cmd = [
+        str(BIN / "planarena"),
+        "planner=[react,plan_execute_replan]",
+        "env=[report]",
+        "n_tasks=4",
+        "progress=false",
+        "figures=false",
+        f"hydra.run.dir={run}",
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+    return run
+
+
+def test_profile_file_is_a_skill(tmp_path: Path) -> None:
+    path = tmp_path / "fitted.yaml"
+    path.write_text("name: fitted\np_trap: 0.4\np_correct: 0.9\n")
+    skill = skill_profile({"skill": str(path)})
+    assert (skill.name, skill.p_trap, skill.p_correct) == ("fitted", 0.4, 0.9)
+    assert skill.p_persist == SKILLS["strong"].p_persist  # an absent field: the default
+    over = skill_profile({"skill": str(path), "skill_overrides": {"p_trap": 0.1}})
+    assert over.p_trap == 0.1 and over.p_correct == 0.9  # overrides apply on top
+    label = llm_label({"backend": "sim", "skill": str(path)})
+    assert label.startswith("sim:fitted@")
+    path.write_text("name: fitted\np_trap: 0.3\n")  # an edited file is another model
+    assert llm_label({"backend": "sim", "skill": str(path)}) != label
+
+
+@pytest.mark.parametrize(
+    ("content", "key"),
+    [("name: x\np_trapp: 0.3\n", "p_trapp"), ("p_trap: 2\n", "p_trap"), ("- 1\n", "mapping")],
+)
+def test_bad_profile_file_is_one_line_naming_file_and_key(
+    tmp_path: Path, content: str, key: str
+) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as err:
+        skill_profile({"skill": str(path)})
+    message = str(err.value)
+    assert "\n" not in message
+    assert str(path) in message and key in message
+
+
+def test_missing_profile_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such profile file"):
+        skill_profile({"skill": str(tmp_path / "absent.yaml")})
+
+
+def test_cli_writes_a_profile_that_runs(sim_run: Path, tmp_path: Path) -> None:
+    out, report = tmp_path / "profile.yaml", tmp_path / "fit.md"
+    argv = [str(sim_run), "--out", str(out), "--report", str(report), "--boot", "20",
+            "--no-groups", "--split", "all"]  # fmt: skip
+    assert main(argv) == 0
+    data = yaml.safe_load(out.read_text())
+    assert set(data) <= set(SkillProfile.model_fields)
+    SkillProfile(**data)
+    text = report.read_text()
+    assert "Identified:" in text and "Not identified:" in text
+    assert "no plan was ever asked as text" in text  # an unidentified field says why
+    # the profile is a config: a run with llm.skill=<file> completes
+    run = tmp_path / "again"
+    cmd = [str(BIN / "planarena"), "planner=[react]", "env=[report]", "n_tasks=1",
+           "complexity=[simple]", "progress=false", "figures=false", f"llm.skill={out}",
+           f"hydra.run.dir={run}"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert '"llm":"sim:profile@' in (run / "episodes.jsonl").read_text()
+
+
+def test_split_halves_the_tasks(sim_run: Path) -> None:
+    fit = {d.task_id for d in decisions(sim_run, split="fit")}
+    held = {d.task_id for d in decisions(sim_run, split="held_out")}
+    assert fit and held and not fit & held
+    assert all(int(t.rsplit("-", 1)[1]) % 2 == 0 for t in fit)
+
+
+def _real_run(sim_run: Path, tmp_path: Path, cache: Path) -> Path:
+    """The sim run's config as a real-model run (OpenAI backend on a closed port) whose
+    response cache is ``cache``."""
+    run = tmp_path / "real"
+    (run / ".hydra").mkdir(parents=True)
+    cfg = yaml.safe_load((sim_run / ".hydra" / "config.yaml").read_text())
+    cfg["llm"] = {
+        "backend": "openai",
+        "model": "local-model",
+        "base_url": "http://127.0.0.1:9/v1",
+        "cache_dir": str(cache),
+    }
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return run
+
+
+def test_real_run_cache_miss_is_one_line_exit_2(
+    sim_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _real_run(sim_run, tmp_path, tmp_path / "empty_cache")
+    with pytest.raises(
+        CacheMiss, match=r"request 0 \(\w+\) of \w+ on report/simple/report-simple-0000"
+    ):
+        next(decisions(run, split="all"))
+    assert main([str(run), "--out", str(tmp_path / "p.yaml"), "--split", "all"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no cached response" in err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_answers_are_classified_against_the_oracles_options(sim_run: Path) -> None:
+    """The right move and the trap, written as a model would, are classified as such at a
+    point where both are on offer (whatever the run's model actually answered there)."""
+    for d in observe(sim_run, split="all"):
+        if d.kind != "act" or d.occurrence or d.context is None:
+            continue
+        obs = d.view.transcript(d.context.observations or ())
+        point = d.view.action_point(obs)
+        if "trap" not in point.options or d.view.subtle_keys(obs):
+            continue
+        for kind in ("right", "trap"):
+            tool, args = point.options[kind]
+            text = f"Thought: t\nAction: {tool}\nAction Input: {dumps(args)}"
+            rows = extract.extract_act(dataclasses.replace(d, text=text))
+            choice = next(r for r in rows if r["quantity"] == "choice")
+            assert kind in choice["matches"].split(",")
+        garbled = extract.extract_act(dataclasses.replace(d, text="Thought: I will"))
+        assert [r["outcome"] for r in garbled if r["quantity"] == "malformed"] == [1]
+        return
+    pytest.fail("no act decision with a trap on offer in the run")
