@@ -34,6 +34,7 @@ OUTPUT_ONLY_KEYS = (
     "hydra",
     "llm.max_concurrency",
     "llm.cache_dir",
+    "llm.offline",  # a replay's records are the recording's, or infrastructure errors
     "dry_run",
     "budget.max_cost_usd",  # the only records it changes (cut by the cap) run again on resume
 )

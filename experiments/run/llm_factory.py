@@ -280,6 +280,7 @@ class OpenAISettings(_StrictSettings):
     max_retries: NonNegativeInt = 2
     write_text: bool = True
     json_mode: bool = False
+    offline: bool = False
     cache_dir: str | None = None
     prices: dict[str, PriceSettings] | None = None
 
@@ -310,8 +311,8 @@ def preflight(cfg: Mapping[str, Any], timeout_s: float = 5.0) -> None:
     """One cheap request (``GET /models``) to a real endpoint before any episode: an endpoint
     that cannot be reached or rejects the key raises :class:`InfrastructureError`. Any other
     answer (even a 404 or 501 from a server without that route) shows the server is there."""
-    if cfg.get("backend", "sim") != "openai":
-        return
+    if cfg.get("backend", "sim") != "openai" or cfg.get("offline"):
+        return  # the simulator, or a replay from the response cache: nothing to reach
     import openai
 
     base_url = cfg.get("base_url")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planarena.experiments.process import run_and_exit
+from planarena.experiments.run import recording
 
 CACHE = Path(os.environ.get("PLANARENA_MODELS", Path.home() / ".cache" / "planarena" / "models"))
 
@@ -149,12 +150,19 @@ def _run(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="planarena-local", description="a small local model for llm=local"
     )
-    parser.add_argument("command", choices=["fetch", "serve", "path"])
+    parser.add_argument("command", choices=["fetch", "serve", "path", "pack", "replay"])
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        help="pack: RUN_DIR CACHE_DIR DEST; replay: RECORDING OUT_DIR [overrides...]",
+    )
     parser.add_argument("--model", default=DEFAULT, choices=sorted(MODELS))
     parser.add_argument("--python", default="python3", help="the server venv's python")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.command in ("pack", "replay"):
+        return _recording_command(args.command, args.paths)
     model = MODELS[args.model]
     if args.command == "path":
         print(model.path)
@@ -168,11 +176,36 @@ def _run(argv: Sequence[str] | None) -> int:
     return subprocess.call(serve_command(model, args.python, args.port, args.threads), env=env)
 
 
+def _recording_command(command: str, paths: Sequence[str]) -> int:
+    """``pack RUN_DIR CACHE_DIR DEST`` or ``replay RECORDING OUT_DIR [overrides...]``; a
+    replay that sent a request or whose records differ is exit status 1."""
+    if command == "pack":
+        if len(paths) != 3:
+            raise recording.RecordingError("pack takes RUN_DIR CACHE_DIR DEST")
+        n = recording.pack(Path(paths[0]), Path(paths[1]), Path(paths[2]))
+        print(f"{paths[2]}: {n} cached replies, the run's records and traces")
+        return 0
+    if len(paths) < 2:
+        raise recording.RecordingError("replay takes RECORDING OUT_DIR [overrides...]")
+    rec, out = Path(paths[0]), Path(paths[1])
+    replayed = recording.replay(rec, out, paths[2:])
+    sent = sum(int(r.get("llm_requests") or 0) for r in replayed)
+    ignore = ("config_id",) if paths[2:] else ()  # a subset's config is not the recording's
+    diffs = recording.differences(recording.recorded_episodes(rec), replayed, ignore)
+    print(f"{len(replayed)} episodes replayed, {sent} requests sent, {len(diffs)} differ")
+    for line in diffs[:20]:
+        print(f"  {line}")
+    return 0 if sent == 0 and not diffs else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; a missing chunk, a wrong checksum or a failed download is one line and
     exit status 1."""
     try:
         return _run(argv)
+    except recording.RecordingError as err:
+        print(f"planarena-local: {err}", file=sys.stderr)
+        return 2
     except (LocalModelError, subprocess.CalledProcessError) as err:
         print(f"planarena-local: {err}", file=sys.stderr)
         return 1

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -347,7 +347,7 @@ def unknown_key_override(args: Sequence[str]) -> str | None:
         if head in PACKAGED_GROUPS or head in WHOLE_NODE_GROUPS:
             if group_file is None or not path:
                 continue  # an option with no file here, or the whole option replaced
-            node: Any = _option_keys_at(group_file)
+            node: Any = _option_keys_at(group_file, partial(sp.option_file, head))
         else:
             node, path = known, [head, *path]
         for part in path:
@@ -377,11 +377,25 @@ def _package_of(path: Traversable) -> str:
     return ""
 
 
-def _option_keys_at(path: Traversable) -> dict[str, Any]:
-    """What a config file puts in the config: its keys but its defaults list."""
+def _option_keys_at(
+    path: Traversable,
+    sibling: Callable[[str], Traversable | None] = lambda _name: None,
+    depth: int = 0,
+) -> dict[str, Any]:
+    """What a config file puts in the config: its own keys and those of the options of its
+    group it extends through its defaults list (``llm=local`` extends ``openai``)."""
     with path.open("r", encoding="utf-8") as fh:
         node = OmegaConf.to_container(OmegaConf.load(fh), resolve=False)
-    return {k: v for k, v in node.items() if k != "defaults"} if isinstance(node, dict) else {}
+    if not isinstance(node, dict):
+        return {}
+    keys: dict[str, Any] = {}
+    extends = (node.get("defaults") or []) if depth < 8 else []  # 8: a cycle's bound
+    for entry in extends:
+        base = sibling(entry) if isinstance(entry, str) and entry != "_self_" else None
+        if base is not None:
+            keys.update(_option_keys_at(base, sibling, depth + 1))
+    keys.update({k: v for k, v in node.items() if k != "defaults"})
+    return keys
 
 
 def _experiment_choices(path: Traversable) -> dict[str, str]:

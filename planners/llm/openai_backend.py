@@ -148,6 +148,7 @@ class OpenAIBackend:
         prices: Mapping[str, Mapping[str, float]] | None = None,
         write_text: bool = True,
         json_mode: bool = False,
+        offline: bool = False,
         episode: str = "",
     ) -> None:
         self.model = model
@@ -166,6 +167,7 @@ class OpenAIBackend:
         self.write_text = write_text
         self.json_mode = json_mode  # response_format json_object for plans, where accepted
         self.cache = Path(cache_dir) if cache_dir else None
+        self.offline = offline  # answer from the cache only: a miss is an EndpointError
         self.episode = episode
         self._shared = _Shared(asyncio.Semaphore(max_concurrency))
 
@@ -190,6 +192,7 @@ class OpenAIBackend:
             prices=cfg.get("prices"),
             write_text=bool(cfg.get("write_text", True)),
             json_mode=bool(cfg.get("json_mode", False)),
+            offline=bool(cfg.get("offline", False)),
         )
 
     def for_episode(self, seed_keys: Sequence[object]) -> OpenAIBackend:
@@ -368,6 +371,8 @@ class OpenAIBackend:
             entry, cached = json.loads(path.read_text()), True
         elif path is not None and key in self._shared.inflight:
             entry, cached = await asyncio.shield(self._shared.inflight[key]), True
+        elif self.offline:  # a replay: nothing is sent, a reply not recorded is the endpoint's
+            raise EndpointError("NotInCache", f"llm.offline: no reply in {self.cache} for it")
         elif path is None:
             entry = await self._request(sent, params)
             queue_s = entry.pop("queue_s")
