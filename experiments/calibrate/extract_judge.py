@@ -15,6 +15,7 @@ keep that open (``bare``) and the fit settles it from the checks the model wrote
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from planarena.planners.formats import (
     _SCORE_N,  # noqa: PLC2701 - the planners' own score reader, to count what was scored
     FINISH,
     OutputParseError,
+    dumps,
     lenient_json,
     parse_action_turn,
     parse_candidates,
@@ -33,11 +35,14 @@ from planarena.planners.formats import (
     parse_step_candidates,
 )
 from planarena.planners.llm.protocol import Observed
-from planarena.planners.llm.sim_belief import PLAN_MISTAKES
+from planarena.planners.llm.sim_belief import PLAN_MISTAKES, digest
 from planarena.planners.llm.sim_reading import step_core
 from planarena.planners.plan_prose import load_prose
 
 LINE = "line"
+# The fresh plans (written before anything ran, improving none) of each episode, by its
+# oracle view: a judge's score of one of them is a score of steps no earlier score selected.
+FRESH: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 # How a step of a plan is read when it lies past the right plan's end (no decision point of
 # the right plan): the simulator's model believes a "done" there and nothing else.
 PAST_END = "past_end"
@@ -57,6 +62,10 @@ def written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
         return None
     steps = value.get("steps") if isinstance(value, dict) else None
     return steps if isinstance(steps, list) else None
+
+
+def _key(steps: Sequence[Any]) -> str:
+    return dumps(list(steps))
 
 
 def step_options(g: GoldStep) -> tuple[str, ...]:
@@ -152,6 +161,7 @@ def rate_rows(d: Decision) -> list[Row]:
         return []
     if d.kind == "rate_plan":
         steps = list(ctx.plan or ())
+        selected = _key(steps) not in FRESH.get(d.view, set())
         try:
             scores = [parse_score(d.text)]
         except OutputParseError:
@@ -168,6 +178,7 @@ def rate_rows(d: Decision) -> list[Row]:
         scores = parse_scores(d.text, len(candidates))
         if ctx.plan is not None:
             partial = list(ctx.plan)
+            selected = bool(partial)
             prefix = plan_terms(d, partial)
             listed = [prefix + plan_terms(d, [c], len(partial)) for c in candidates]
         else:
@@ -186,12 +197,20 @@ def rate_rows(d: Decision) -> list[Row]:
                     pooled_checks=(False,),
                     candidate=n,
                     request=d.index,
+                    selected=False,
                 )
                 for n, (s, (tool, args)) in enumerate(zip(scores, candidates, strict=True))
             ]
             return rows + _prefers(d, scores, [r["kinds"][0] for r in rows])
     rows = [
-        d.row("judge_score", float(s), candidate=n, request=d.index, **_point_covariates(d, t))
+        d.row(
+            "judge_score",
+            float(s),
+            candidate=n,
+            request=d.index,
+            selected=selected,
+            **_point_covariates(d, t),
+        )
         for n, (s, t) in enumerate(zip(scores, listed, strict=True))
     ]
     if d.kind == "rate_candidates":
@@ -240,7 +259,7 @@ def evidence_rows(d: Decision) -> list[Row]:
                 kind,
                 point=point,
                 bare=False,
-                lessons=tuple(sorted(ctx.reflections)),
+                lessons=digest(*sorted(ctx.reflections)),
                 request=d.index,
             )
         ]
@@ -262,6 +281,8 @@ def evidence_rows(d: Decision) -> list[Row]:
         steps = written_steps(d.text, ctx.plan_format)
         if steps is None:
             return []
+        if ctx.plan is None:  # a fresh plan: no judge's score chose any of its steps
+            FRESH.setdefault(d.view, set()).add(_key(steps))
         init = d.view.initial_gold()
         rows = []
         if init.line_core is not None:

@@ -31,7 +31,7 @@ from planarena.experiments.calibrate.registry import (
     task_resamples,
 )
 from planarena.planners.llm.profiles import SkillProfile
-from planarena.planners.llm.sim_belief import LOOK, PREFERRED
+from planarena.planners.llm.sim_belief import ACTION_MISTAKES, LOOK, PLAN_MISTAKES, PREFERRED
 
 __all__ = [
     "ACC_GRID",
@@ -48,7 +48,7 @@ __all__ = [
 SLIP = 0.03
 ACC_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 RHO_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
-SIGMA_GRID = np.round(np.arange(0.02, 0.6001, 0.02), 2)
+SIGMA_GRID = np.round(np.r_[np.arange(0.02, 0.3001, 0.02), 0.35, 0.4, 0.5, 0.6], 2)
 P_GRID = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 BINS = np.arange(101) / 100.0  # a judged value, to the hundredth (a score's precision)
 OTHER = sum(LOOK["other"]) / 2  # how an option the model cannot see looks (Belief.value)
@@ -81,11 +81,20 @@ def _episode(row: Mapping[str, Any]) -> EpisodeKey:
 @dataclass
 class Beliefs:
     """What the proposer chose at each decision point, and which steps the model writes a
-    check for (settling whether a right step written without checks dropped them)."""
+    check for (settling whether a right step written without checks dropped them).
+
+    A belief's confusion grows with the prompt: the same draw at a point confuses the model
+    when the error rate of the request's prompt exceeds it. So a judge or rollout whose
+    prompt is longer than the proposals that showed the right option may still hold a
+    confused belief there; :meth:`top` adds that chance, from the proposer's skill
+    (``p_correct``, ``systematic_share``, the mistake weights: the strong profile's unless
+    the fit is given others, ``FitOptions.extra["profile"]``)."""
 
     seen: dict[tuple[EpisodeKey, str], Counter[str]]
+    right_tokens: dict[tuple[EpisodeKey, str], int]  # the longest prompt that showed right
     written: set[tuple[EpisodeKey, str]]
     wrong_share: float  # share of first proposals that were wrong: the prior where none was
+    skill: SkillProfile
 
     def kind(self, episode: EpisodeKey, point: str, kind: str, bare: bool) -> str:
         """The option a step is, once known whether the model writes a check for it."""
@@ -101,8 +110,26 @@ class Beliefs:
             return (*options, "unchecked")
         return tuple(options)
 
-    def top(self, episode: EpisodeKey, point: str, options: Sequence[str]) -> dict[str, float]:
-        """P(the proposer's belief prefers each option | its proposals at the point)."""
+    def _confusion(self, episode: EpisodeKey, point: str, tokens: float | None) -> float:
+        """P(the belief is confused at this prompt length | proposals at shorter prompts
+        showed it unconfused)."""
+        shown = self.right_tokens.get((episode, point))
+        if tokens is None or shown is None or tokens <= shown:
+            return 0.0
+        skill = self.skill.scaled(episode[2])
+        share = skill.systematic_share
+        now, then = skill.error_rate(int(tokens)), skill.error_rate(shown)
+        return max(0.0, share * (now - then)) / max(1e-9, 1.0 - share * then)
+
+    def top(
+        self,
+        episode: EpisodeKey,
+        point: str,
+        options: Sequence[str],
+        tokens: float | None = None,
+    ) -> dict[str, float]:
+        """P(the belief a request of ``tokens`` prompt tokens reads prefers each option |
+        the proposals at the point)."""
         m = len(options)
         if m == 1:
             return {options[0]: 1.0}
@@ -118,10 +145,29 @@ class Beliefs:
         top = max(log.values())
         weights = {k: float(np.exp(v - top)) for k, v in log.items()}
         total = sum(weights.values())
-        return {k: w / total for k, w in weights.items()}
+        probs = {k: w / total for k, w in weights.items()}
+        drift = self._confusion(episode, point, tokens)
+        if drift > 0:
+            table = PLAN_MISTAKES if point.startswith("step:") else ACTION_MISTAKES
+            pool = [(k, getattr(self.skill, w)) for k, w in table.items() if k in options]
+            mass = sum(w for _, w in pool)
+            if mass > 0:
+                moved = probs.get("right", 0.0) * drift
+                probs["right"] = probs.get("right", 0.0) - moved
+                for k, w in pool:
+                    probs[k] = probs.get(k, 0.0) + moved * w / mass
+        return probs
 
 
-def beliefs(table: pd.DataFrame) -> Beliefs:
+def proposer_skill(options: FitOptions) -> SkillProfile:
+    """The proposer's skill the judge side takes as given (``FitOptions.extra["profile"]``:
+    fitted values of the proposer side; the strong profile's otherwise)."""
+    given = dict(options.extra.get("profile") or {})
+    known = {k: v for k, v in given.items() if k in SkillProfile.model_fields and v is not None}
+    return SkillProfile(**known)
+
+
+def beliefs(table: pd.DataFrame, skill: SkillProfile | None = None) -> Beliefs:
     """The proposer's choices per point, from the ``belief_evidence`` rows, and the steps the
     model writes any check for, from the ``check_covers`` rows."""
     checks = _rows(table, "check_covers")
@@ -131,6 +177,7 @@ def beliefs(table: pd.DataFrame) -> Beliefs:
         if r["outcome"] == 1 and isinstance(r.get("point"), str)
     }
     seen: dict[tuple[EpisodeKey, str], Counter[str]] = defaultdict(Counter)
+    right_tokens: dict[tuple[EpisodeKey, str], int] = {}
     first = []
     for r in _rows(table, "belief_evidence"):
         ep = _episode(r)
@@ -139,9 +186,16 @@ def beliefs(table: pd.DataFrame) -> Beliefs:
         if bare and kind == "unchecked" and (ep, r["point"]) not in written:
             kind = "right"
         seen[(ep, r["point"])][kind] += 1
+        if kind == "right":
+            key = (ep, r["point"])
+            right_tokens[key] = max(right_tokens.get(key, 0), int(r["prompt_tokens"]))
         first.append(kind != "right")
     share = float(np.clip(np.mean(first), 0.02, 0.5)) if first else 0.1
-    return Beliefs(dict(seen), written, share)
+    return Beliefs(dict(seen), right_tokens, written, share, skill or SkillProfile())
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_)) and bool(value)
 
 
 def _rows(table: pd.DataFrame, quantity: str) -> list[dict[str, Any]]:
@@ -208,13 +262,12 @@ def term_pmf(kind: str, options: Sequence[str], p_top: float, scale: float) -> n
     ) * (pj * _mix(look, PREFERRED) + (1 - pj) * _mix(look, look))
 
 
-def min_pmf(pmfs: Sequence[np.ndarray]) -> np.ndarray:
-    """pmf of the least of independent values (a plan looks as good as its weakest step)."""
-    if len(pmfs) == 1:
-        return pmfs[0]
-    survive = np.ones_like(pmfs[0])
-    for p in pmfs:
-        survive = survive * (1.0 - np.cumsum(p, axis=-1))
+def min_pmf(cdfs: Sequence[np.ndarray]) -> np.ndarray:
+    """pmf of the least of independent values, from their CDFs (a plan looks as good as its
+    weakest step)."""
+    survive = 1.0 - cdfs[0]
+    for c in cdfs[1:]:
+        survive = survive * (1.0 - c)
     survive = np.clip(survive, 0.0, 1.0)
     before = np.concatenate([np.ones_like(survive[..., :1]), survive[..., :-1]], axis=-1)
     return np.clip(before - survive, 0.0, None)
@@ -249,19 +302,23 @@ def _score_terms(
         if kind not in options:
             const = min(const, OTHER)
             continue
-        p_top = facts.top(ep, point, options).get(kind, 0.0)
+        p_top = facts.top(ep, point, options, row["prompt_tokens"]).get(kind, 0.0)
         terms.append((kind, tuple(options), round(p_top, 3)))
     return tuple(terms), const
 
 
-def judge_loglik(table: pd.DataFrame) -> tuple[np.ndarray, list[str], int]:
+def judge_loglik(
+    table: pd.DataFrame, skill: SkillProfile | None = None
+) -> tuple[np.ndarray, list[str], int]:
     """Per-task log-likelihood of every judge score on the (sigma, accuracy, rho) grid, the
     tasks in order, and the number of scores. Each score's likelihood is its own marginal
     (scores sharing a decision point share its draws: the bootstrap over tasks carries that)."""
-    rows = _rows(table, "judge_score")
+    # a score of steps an earlier score selected (a beam's prefix, an improved plan) reads
+    # draws that selection already favoured: its marginal is not the model's, so it is left out
+    rows = [r for r in _rows(table, "judge_score") if not _flag(r.get("selected"))]
     if not rows:
         return np.zeros((0, len(SIGMA_GRID), len(ACC_GRID), len(RHO_GRID))), [], 0
-    facts = beliefs(table)
+    facts = beliefs(table, skill)
     tasks = sorted({r["task"] for r in rows})
     task_index = {t: i for i, t in enumerate(tasks)}
     groups: dict[Hashable, list[tuple[int, float, float]]] = defaultdict(list)
@@ -270,26 +327,31 @@ def judge_loglik(table: pd.DataFrame) -> tuple[np.ndarray, list[str], int]:
         scale = float(r.get("error_scale", 1.0))
         sd_scale = scale * (1.0 + float(r["prompt_tokens"]) / CONTEXT_SCALE)
         groups[(terms, const, scale)].append((task_index[r["task"]], float(r["outcome"]), sd_scale))
-    ll = np.zeros((len(tasks), len(SIGMA_GRID), len(ACC_GRID), len(RHO_GRID)))
-    term_cache: dict[tuple[str, tuple[str, ...], float, float], np.ndarray] = {}
+    ll = np.zeros((len(tasks), len(SIGMA_GRID) * len(ACC_GRID) * len(RHO_GRID)))
+    cdf_cache: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def cdf(key: tuple[Any, ...]) -> np.ndarray:
+        if key not in cdf_cache:
+            pmf = _delta(key[1]) if key[0] == "const" else term_pmf(*key)
+            cdf_cache[key] = np.cumsum(pmf, axis=-1)
+        return cdf_cache[key]
+
     for (terms, const, scale), members in groups.items():
-        pmfs = []
-        for kind, options, p_top in terms:
-            key = (kind, options, p_top, scale)
-            if key not in term_cache:
-                term_cache[key] = term_pmf(kind, options, p_top, scale)
-            pmfs.append(term_cache[key])
+        keys: list[tuple[Any, ...]] = [(*t, scale) for t in terms]
         if const < 1.0:
-            pmfs.append(_delta(const))
-        pmf = min_pmf(pmfs).reshape(-1, len(BINS))  # (acc*rho, bins)
+            keys.append(("const", const))
+        pmf = min_pmf([cdf(k) for k in keys]).reshape(-1, len(BINS)).astype(np.float32)
+        members.sort()
         idx = np.array([m[0] for m in members])
         scores = np.array([m[1] for m in members])
         sd = SIGMA_GRID[:, None] * np.array([m[2] for m in members])[None, :]
-        kernel = noise_kernel(scores, sd)  # (sigma, n, bins)
+        kernel = noise_kernel(scores, sd).astype(np.float32)  # (sigma, n, bins)
         like = kernel @ pmf.T  # (sigma, n, acc*rho)
         like = 0.999 * like + 0.001 * 0.01  # a stray score (cut off, misread) is not fatal
-        logs = np.log(like).reshape(len(SIGMA_GRID), len(members), len(ACC_GRID), len(RHO_GRID))
-        np.add.at(ll, idx, np.moveaxis(logs, 1, 0))
+        logs = np.moveaxis(np.log(like), 1, 0).reshape(len(members), -1)
+        starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+        ll[idx[starts]] += np.add.reduceat(logs, starts, axis=0)
+    ll = ll.reshape(len(tasks), len(SIGMA_GRID), len(ACC_GRID), len(RHO_GRID))
     return ll, tasks, len(rows)
 
 
@@ -317,7 +379,7 @@ def _interval(values: Iterable[float], grid: np.ndarray) -> tuple[float, float]:
 def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     """``judge_accuracy``, ``judge_correlation`` and ``evaluator_noise``, jointly, by maximum
     likelihood over the judge scores (``rate_candidates``, ``rate_plan``)."""
-    ll, tasks, n = judge_loglik(table)
+    ll, tasks, n = judge_loglik(table, proposer_skill(options))
     absent = "no rate_candidates or rate_plan request was scored"
     note = "joint grid MLE over judge scores; proposer's belief from its proposals at the point"
     if n == 0:
@@ -434,7 +496,7 @@ def _believed(row: Mapping[str, Any], facts: Beliefs) -> tuple[float, bool]:
         kind = facts.kind(ep, point, kind, bool(bare))
         options = facts.options(ep, point, options, bool(pooled))
         wrong = wrong or kind != "right"
-        p *= facts.top(ep, point, options).get(kind, 0.0)
+        p *= facts.top(ep, point, options, row["prompt_tokens"]).get(kind, 0.0)
     return p, wrong
 
 
@@ -443,7 +505,7 @@ def fit_rollout(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     one it doubts does with the chance ``optimism``. Fitted on plans the oracle knows cannot
     succeed, the chance the model believes them taken from its proposals at those points."""
     rows = _rows(table, "rollout_says_success")
-    facts = beliefs(table) if rows else None
+    facts = beliefs(table, proposer_skill(options)) if rows else None
     used = []
     for r in rows:
         p, wrong = _believed(r, facts)  # type: ignore[arg-type]
@@ -488,14 +550,19 @@ def fit_reflection(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     absent = "no decision was made with a reflection in view"
     if not rows:
         return [judged("reflection_gain", None, (None, None), 0, 0, options, absent=absent)]
-    facts = beliefs(table)
+    facts = beliefs(table, proposer_skill(options))
     used, seen = [], set()
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r.get("request", 0)):
         ep = _episode(r)
-        unit = (ep, r["point"], r.get("lessons"))
-        if unit in seen or (ep, r["point"]) not in facts.seen:
+        # the first decision with a reflection in view, per episode: later ones are reached
+        # only along paths earlier corrections shaped, and which of them the decision without
+        # reflections also reached depends on those corrections
+        unit = (ep, r.get("planner"))
+        if unit in seen:
             continue
         seen.add(unit)
+        if (ep, r["point"]) not in facts.seen:
+            continue
         at = sorted(set(facts.seen[(ep, r["point"])]) | {"right", r["outcome"]})
         p_right = facts.top(ep, r["point"], at).get("right", 0.0)
         used.append((r["task"], p_right, int(r["outcome"] == "right")))
@@ -510,7 +577,8 @@ def fit_reflection(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     index = {t: i for i, t in enumerate(tasks)}
     ll = np.zeros((len(tasks), len(P_GRID)))
     for t, p, y in used:
-        right = p + (1 - p) * P_GRID
+        held = p + (1 - p) * P_GRID  # the belief prefers the right option (corrected or not)
+        right = held * (1 - SLIP) + (1 - held) * SLIP / 4  # the decision is a sample of it
         ll[index[t]] += np.log(np.clip(right if y else 1 - right, 1e-12, None))
     best, boots = _grid_fit(ll, options)
     return [
