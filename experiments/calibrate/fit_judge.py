@@ -324,6 +324,8 @@ def judge_loglik(
     groups: dict[Hashable, list[tuple[int, float, float]]] = defaultdict(list)
     for r in rows:
         terms, const = _score_terms(r, facts)
+        if not terms and const >= 1.0:
+            continue  # a score of nothing the oracle can place
         scale = float(r.get("error_scale", 1.0))
         sd_scale = scale * (1.0 + float(r["prompt_tokens"]) / CONTEXT_SCALE)
         groups[(terms, const, scale)].append((task_index[r["task"]], float(r["outcome"]), sd_scale))
