@@ -188,48 +188,84 @@ def choices_of(table: pd.DataFrame) -> Choices | None:
     )
 
 
+@dataclass
+class _Static:
+    """What :func:`choice_prob` needs of the choices that no parameter changes."""
+
+    action: np.ndarray
+    persist: np.ndarray
+    has_trap: np.ndarray  # a trap on offer (and a choice type where the belief can take it)
+    has_persist: np.ndarray  # the failed call on offer to a tool-call decision
+    w_action: np.ndarray  # [n, K]: 1 where a mistake of a tool call is on offer
+    w_step: np.ndarray  # [n, K]: 1 where a mistake of a plan step is on offer
+    m_cols: np.ndarray  # [n, 3]: the answer is right / trap / persist
+    q_cols: np.ndarray  # [n, 3]: a slip from right / trap / persist lands on the answer
+
+
+def _static(c: Choices) -> _Static:
+    cached = getattr(c, "_static", None)
+    if cached is not None:
+        return cached
+    a = c.avail
+    action, step = c.ctype == CTYPES["action"], c.ctype == CTYPES["step"]
+    line, persist = c.ctype == CTYPES["line"], c.ctype == CTYPES["persist"]
+    with_other = a.copy()
+    with_other[:, IX["other"]] = 1.0
+
+    def mistakes(kinds: dict[str, str], rows: np.ndarray) -> np.ndarray:
+        cols = np.zeros(len(KINDS))
+        for k in kinds:
+            cols[IX[k]] = 1.0
+        m = with_other * cols * rows[:, None]
+        sim_has = (m.sum(axis=1) - m[:, IX["other"]]) > 0  # the simulator has one on offer
+        return m * sim_has[:, None]
+
+    cols = [IX["right"], IX["trap"], IX["persist"]]
+    st = _Static(
+        action=action,
+        persist=persist,
+        has_trap=(action | step | line) & (a[:, IX["trap"]] > 0),
+        has_persist=action & (a[:, IX["persist"]] > 0),
+        w_action=mistakes(ACTION_W, action),
+        w_step=mistakes(STEP_W, step),
+        m_cols=c.match[:, cols],
+        q_cols=c.q[:, cols],
+    )
+    c._static = st  # type: ignore[attr-defined]
+    return st
+
+
 def choice_prob(c: Choices, p: dict[str, float]) -> np.ndarray:
     """The chance of each choice line's observed answer under the parameters ``p``."""
+    st = _static(c)
     s = c.scale
     err = np.minimum(0.95, (1 - p["p_correct"]) * s * (1 + c.tokens / p["context_scale_tokens"]))
     pt = np.minimum(1.0, p["p_trap"] * s)
     pp = np.minimum(1.0, p["p_persist"] * s)
     share = p["systematic_share"]
-    conf, slip = err * share, err * (1 - share)
-    a = c.avail
-    top = np.zeros_like(a)
-    action, step = c.ctype == CTYPES["action"], c.ctype == CTYPES["step"]
-    line, persist = c.ctype == CTYPES["line"], c.ctype == CTYPES["persist"]
-    t_trap = np.where(action | step | line, a[:, IX["trap"]] * pt, 0.0)
-    t_persist = np.where(action, (1 - t_trap) * a[:, IX["persist"]] * pp, 0.0)
-    t_persist = np.where(persist, pp, t_persist)
-    rest = np.where(
-        persist, 1 - pp, (1 - t_trap) * (1 - np.where(action, a[:, IX["persist"]] * pp, 0))
-    )
-    a_other = a.copy()
-    a_other[:, IX["other"]] = 1.0
+    t_trap = np.where(st.has_trap, pt, 0.0)
+    persisting = np.where(st.has_persist, pp, 0.0)
+    t_persist = np.where(st.persist, pp, (1 - t_trap) * persisting)
+    rest = np.where(st.persist, 1 - pp, (1 - t_trap) * (1 - persisting))
     w_act = np.zeros(len(KINDS))
     w_step = np.zeros(len(KINDS))
     for k, w in ACTION_W.items():
         w_act[IX[k]] = p[w]
     for k, w in STEP_W.items():
         w_step[IX[k]] = p[w]
-    w = np.where(action[:, None], w_act, 0) + np.where(step[:, None], w_step, 0)
-    w = w * a_other
-    sim_w = (w.sum(axis=1) - w[:, IX["other"]]) > 0  # the simulator has a mistake on offer
-    w = np.where(sim_w[:, None], w, 0.0)
-    total = w.sum(axis=1)
-    confused = np.where(total > 0, conf, 0.0) * rest
-    mist = (
-        np.where(total[:, None] > 0, w / np.maximum(total, EPS)[:, None], 0.0) * confused[:, None]
-    )
-    top = mist
-    top[:, IX["trap"]] += t_trap
-    top[:, IX["persist"]] += t_persist
-    top[:, IX["right"]] += rest - confused
-    slip = np.where(persist, 0.0, slip)
-    prob = ((1 - slip)[:, None] * c.match + slip[:, None] * c.q) * top
-    return prob.sum(axis=1)
+    weights = st.w_action * w_act + st.w_step * w_step
+    total = weights.sum(axis=1)
+    has = total > 0
+    confused = np.where(has, err * share, 0.0) * rest
+    per_weight = np.where(has, confused / np.where(has, total, 1.0), 0.0)
+    t_right = rest - confused
+    slip = np.where(st.persist, 0.0, err * (1 - share))
+    stay = (weights * c.match).sum(axis=1) * per_weight
+    moved = (weights * c.q).sum(axis=1) * per_weight
+    tops = np.stack([t_right, t_trap, t_persist], axis=1)
+    stay = stay + (tops * st.m_cols).sum(axis=1)
+    moved = moved + (tops * st.q_cols).sum(axis=1)
+    return (1 - slip) * stay + slip * moved
 
 
 def task_loglik(c: Choices, p: dict[str, float]) -> np.ndarray:
@@ -304,9 +340,11 @@ def task_derivatives(c: Choices, x: np.ndarray, h: float = 1e-4) -> tuple[np.nda
 
     g0 = grad(x)
     hess = np.zeros((len(c.tasks), d, d))
-    for j in range(d):
-        up, down = moved(x, j, 4 * h), moved(x, j, -4 * h)
-        hess[:, :, j] = (grad(up) - grad(down)) / (up[j] - down[j])
+    for j in range(d):  # forward differences of the gradient (backward at an upper edge)
+        up = moved(x, j, 4 * h)
+        if up[j] == x[j]:
+            up = moved(x, j, -4 * h)
+        hess[:, :, j] = (grad(up) - g0) / (up[j] - x[j])
     hess = (hess + hess.transpose(0, 2, 1)) / 2
     return g0, hess
 
@@ -334,9 +372,9 @@ def _projected_step(x: np.ndarray, g: np.ndarray, hess: np.ndarray, fixed: np.nd
     return np.clip(x + delta, LOWER, UPPER)
 
 
-def edge_interval(c: Choices, x: np.ndarray, i: int) -> tuple[float, float]:
+def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92) -> tuple[float, float]:
     """For a coordinate at an edge: from the edge to where the log-likelihood, the others
-    held, has fallen by 1.92 (a one-sided 95 % likelihood bound)."""
+    held, has fallen by ``drop`` (1.92: a one-sided 95 % likelihood bound)."""
     base = loglik(c, _from_x(x))
     inward = 1.0 if x[i] <= LOWER[i] + 1e-9 else -1.0
     lo, hi = 0.0, UPPER[i] - LOWER[i]
@@ -344,7 +382,7 @@ def edge_interval(c: Choices, x: np.ndarray, i: int) -> tuple[float, float]:
         mid = (lo + hi) / 2
         y = x.copy()
         y[i] = np.clip(x[i] + inward * mid, LOWER[i], UPPER[i])
-        if base - loglik(c, _from_x(y)) > 1.92:
+        if base - loglik(c, _from_x(y)) > drop:
             hi = mid
         else:
             lo = mid
@@ -353,14 +391,16 @@ def edge_interval(c: Choices, x: np.ndarray, i: int) -> tuple[float, float]:
 
 
 def one_step_boot(c: Choices, x: np.ndarray, boot: int, seed: int,
-                  held: np.ndarray | None = None) -> list[np.ndarray]:  # fmt: skip
+                  held: np.ndarray | None = None,
+                  derivatives: tuple[np.ndarray, np.ndarray] | None = None,
+                  ) -> list[np.ndarray]:  # fmt: skip
     """Task-bootstrap replicates of the MLE by one Newton step from the full-data optimum:
     each resample's gradient (its tasks' scores, with their multiplicities) against the full
     data's curvature. The linearised bootstrap: exact to first order, thousands of times
     cheaper than refitting, and stable where a resample's own curvature would not be. A
     direction the data barely curve is floored, not regularised away: its replicates
     spread, and its interval says so. Coordinates held at an edge of their range stay."""
-    g, hess = task_derivatives(c, x)
+    g, hess = derivatives if derivatives is not None else task_derivatives(c, x)
     fixed = at_edge(x, g.sum(axis=0)) | (np.zeros(len(x), dtype=bool) if held is None else held)
     total = hess.sum(axis=0)  # the full data's curvature, for every resample (stable)
     rng = np.random.default_rng(seed)
@@ -449,12 +489,14 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
             judged(p, None, (None, None), 0, 0, options, group=group, absent="no decision observed")
             for p in REPORTED
         ]
-    out = _estimates(c, options, group, None)
+    out, x = _estimates(c, options, group, None)
     scale = next(e for e in out if e.parameter == "context_scale_tokens")
     if scale.identified:
         return out
     held = np.array([q == "context_scale_tokens" for q in PARAMS])
-    again = _estimates(c, options, group, held)
+    start = x.copy()
+    start[held] = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE})[held]
+    again, _ = _estimates(c, options, group, held, start)
     free = {e.parameter: e for e in out}
     for e in again:
         if e.parameter == "context_scale_tokens":
@@ -479,10 +521,11 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
 DEFAULT_SCALE = float(SkillProfile.model_fields["context_scale_tokens"].default)
 
 
-def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | None
-               ) -> list[Estimate]:  # fmt: skip
-    x0 = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE})
-    x = mle_x(c, x0, fixed=held)
+def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | None,
+               start: np.ndarray | None = None) -> tuple[list[Estimate], np.ndarray]:  # fmt: skip
+    x0 = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE}) if start is None else start
+    x = mle_x(c, x0, fixed=held, step=1.0 if start is None else 0.3)
+    derivatives = None if options.extra.get("exact_boot") else task_derivatives(c, x)
     if options.extra.get("exact_boot"):  # refit every resample (slow, exact)
         rng = np.random.default_rng(options.seed)
         xs = []
@@ -490,10 +533,10 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             w = np.bincount(rng.integers(0, len(c.tasks), len(c.tasks)), minlength=len(c.tasks))
             xs.append(mle_x(c, x, w.astype(float), max_iter=800, step=0.3, fixed=held))
     else:
-        xs = one_step_boot(c, x, options.boot, options.seed, held)
+        xs = one_step_boot(c, x, options.boot, options.seed, held, derivatives)
     best = normalised(_from_x(x))
     unit = float(np.mean([_from_x(x)[w] for w in MISTAKE_WEIGHTS]))  # the weights' scale
-    g_full = task_derivatives(c, x)[0].sum(axis=0) if not options.extra.get("exact_boot") else None
+    g_full = None if derivatives is None else derivatives[0].sum(axis=0)
     edges = at_edge(x, g_full) if g_full is not None else np.zeros(len(x), dtype=bool)
     sup = support(c)
     intervals: dict[str, tuple[float, float]] = {}
@@ -501,10 +544,10 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         if held is not None and held[i]:
             lo_x = hi_x = float(x[i])
         elif edges[i]:
-            lo_x, hi_x = edge_interval(c, x, i)
+            lo_x, hi_x = edge_interval(c, x, i, options.drop)
         else:
             vals = np.array([b[i] for b in xs])
-            lo_x, hi_x = float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+            lo_x, hi_x = options.interval(vals)
         if q == "context_scale_tokens":  # a decay per 1,000 tokens, as a scale
             intervals[q] = (1000.0 / max(hi_x, 1e-9), 1000.0 / max(lo_x, 1e-9))
         elif q.startswith("w_"):
@@ -512,7 +555,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         else:
             intervals[q] = (lo_x, hi_x)
     w_stop = [1.0 / float(np.mean([_from_x(b)[w] for w in MISTAKE_WEIGHTS])) for b in xs]
-    intervals["w_stop"] = (float(np.percentile(w_stop, 2.5)), float(np.percentile(w_stop, 97.5)))
+    intervals["w_stop"] = options.interval(w_stop)
     intervals["w_unchecked"] = (1.0, 1.0)
     out = []
     for q in REPORTED:
@@ -535,7 +578,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         if q in ("w_other",):
             est.note = NOTES[q]
         out.append(est)
-    return out
+    return out, x
 
 
 def _decisions_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
@@ -583,7 +626,7 @@ def scaled_bernoulli(rows: pd.DataFrame, parameter: str, options: FitOptions, *,
 
     value = best(np.ones(len(tasks)))
     boots = [best(w.astype(float)) for w in task_resamples(tasks, options.boot, options.seed)]
-    interval = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)))
+    interval = options.interval(boots)
     return judged(parameter, value, interval, len(rows), len(tasks), options, group=group,
                   absent=absent)  # fmt: skip
 
@@ -592,7 +635,7 @@ def per_group(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     """The decision model per role and per kind (the report's breakdown; fewer resamples)."""
     out = []
     small = FitOptions(boot=max(10, options.boot // 5), seed=options.seed, min_n=options.min_n,
-                       max_width=options.max_width)  # fmt: skip
+                       max_width=options.max_width, level=options.level)  # fmt: skip
     choice = table[table["quantity"] == "choice"]
     for col in ("role", "kind"):
         for name, _ in choice.groupby(col):

@@ -13,7 +13,7 @@ def nelder_mead(
     *,
     step: float | np.ndarray = 0.5,
     max_iter: int = 3000,
-    tol: float = 1e-8,
+    tol: float = 1e-7,
 ) -> np.ndarray:
     """The minimiser of ``f`` from ``x0`` (adaptive coefficients, Gao and Han 2012, which
     keep the simplex from collapsing in a dozen dimensions)."""

@@ -112,8 +112,22 @@ class FitOptions:
     boot: int = 200  # bootstrap resamples over tasks
     seed: int = 0
     min_n: int = 30  # fewer observations: not identified
-    max_width: float = 0.5  # a wider 95 % interval: not identified
+    max_width: float = 0.5  # a wider interval: not identified
+    level: float = 0.95  # the intervals' coverage
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def interval(self, values: Any) -> tuple[float, float]:
+        """The percentile interval of bootstrap replicates at :attr:`level`."""
+        tail = 100 * (1 - self.level) / 2
+        return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+    @property
+    def drop(self) -> float:
+        """The fall of the log-likelihood that bounds a one-sided interval at :attr:`level`
+        (half the squared normal quantile: 1.92 at 95 %)."""
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(1 - (1 - self.level) / 2) ** 2 / 2
 
 
 Fit = Callable[[pd.DataFrame, FitOptions], list[Estimate]]
@@ -144,8 +158,8 @@ def bootstrap(
     statistic: Callable[[pd.DataFrame], float | None],
     options: FitOptions,
 ) -> tuple[float | None, float | None]:
-    """A 95 % percentile interval of ``statistic`` over resamples of ``rows``' tasks (each
-    resample draws tasks with replacement and takes all their rows)."""
+    """A percentile interval (``options.level``, 95 % by default) of ``statistic`` over
+    resamples of ``rows``' tasks (each draws tasks with replacement, all their rows)."""
     if rows.empty:
         return None, None
     names = sorted(set(rows["task"]))
@@ -160,7 +174,7 @@ def bootstrap(
             values.append(float(v))
     if not values:
         return None, None
-    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+    return options.interval(values)
 
 
 def judged(
@@ -201,15 +215,19 @@ def bernoulli(
     note: str = "",
     group: str = "pooled",
 ) -> Estimate:
-    """The MLE of a Bernoulli rate (the mean of 0/1 ``outcome``) with its task bootstrap."""
+    """The MLE of a Bernoulli rate (the mean of 0/1 ``outcome``) with its task bootstrap
+    (per-task sums resampled: fast for any number of rows)."""
     n = len(rows)
-    tasks = rows["task"].nunique() if n else 0
-    value = float(rows["outcome"].astype(float).mean()) if n else None
-
-    def stat(d: pd.DataFrame) -> float:
-        return float(d["outcome"].astype(float).mean())
-
-    interval = bootstrap(rows, stat, options) if n else (None, None)
-    return judged(
-        parameter, value, interval, n, tasks, options, group=group, absent=absent, note=note
+    if n == 0:
+        return judged(parameter, None, (None, None), 0, 0, options, group=group, absent=absent,
+                      note=note)  # fmt: skip
+    per_task = (
+        rows.assign(y=rows["outcome"].astype(float)).groupby("task")["y"].agg(["sum", "count"])
     )
+    sums, counts = per_task["sum"].to_numpy(), per_task["count"].to_numpy()
+    value = float(sums.sum() / counts.sum())
+    weights = np.array(task_resamples(list(per_task.index), options.boot, options.seed))
+    rates = (weights @ sums) / np.maximum(weights @ counts, 1)
+    interval = options.interval(rates)
+    return judged(parameter, value, interval, n, len(sums), options, group=group, absent=absent,
+                  note=note)  # fmt: skip
