@@ -12,6 +12,8 @@ did not come through the callback (``planarena.run`` from Python) is refused, ne
 
 from __future__ import annotations
 
+import copy
+import functools
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,8 +124,18 @@ def profile_of(block: Mapping[str, Any] | None, real_run: Path) -> str:
 
 
 def real_config(real_run: Path) -> dict[str, Any]:
-    """The real run's config (``.hydra/config.yaml``, interpolations resolved)."""
-    loaded = OmegaConf.load(real_run / ".hydra" / "config.yaml")
+    """The real run's config (``.hydra/config.yaml``, interpolations resolved); a fresh copy,
+    read once per file version (the job reads it at its start, its cells and its render)."""
+    path = real_run / ".hydra" / "config.yaml"
+    stat = path.stat()
+    return copy.deepcopy(_read_config(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_config(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    del mtime_ns, size  # the cache key: an edited file is read again
+    real_run = path.parent.parent
+    loaded = OmegaConf.load(path)
     container = OmegaConf.to_container(loaded, resolve=True)
     if not isinstance(container, dict):
         raise SimVsRealError(f"{real_run}/.hydra/config.yaml: not a mapping")

@@ -23,6 +23,7 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     task_key,
     tau_with_interval,
     tokens_column,
+    with_task_key,
 )
 
 
@@ -62,6 +63,7 @@ def compare(
         for p in planners
         if p in set(real["planner"].astype(str)) and p in set(sim["planner"].astype(str))
     ]
+    real, sim = with_task_key(real), with_task_key(sim)
     held = _complete({"real": split(real, held=True), "sim": split(sim, held=True)}, present)
     fit = _complete({"real": split(real, held=False), "sim": split(sim, held=False)}, present)
     dropped = int(task_key(split(real, held=True)).nunique()) - int(

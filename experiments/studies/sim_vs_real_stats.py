@@ -94,8 +94,19 @@ def average_ranks(values: Sequence[float]) -> list[float]:
 # --------------------------------------------------------------------------- per-task arrays
 
 
+TASK = "_task"
+"""A frame's column holding :func:`task_key`, once :func:`with_task_key` added it."""
+
+
+def with_task_key(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its :func:`task_key` as a column (read many times, built once)."""
+    return df.assign(**{TASK: task_key(df)})
+
+
 def task_key(df: pd.DataFrame) -> pd.Series:
     """``env/complexity/task_id``: the bootstrap unit."""
+    if TASK in df.columns:
+        return df[TASK]
     return (
         df["env"].astype(str) + "/" + df["complexity"].astype(str) + "/" + df["task_id"].astype(str)
     )
