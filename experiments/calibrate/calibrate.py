@@ -81,7 +81,13 @@ def calibrate(
         columns=["task", "role", "kind", "quantity", "outcome", "prompt_tokens", "error_scale"]
     )  # fmt: skip
     estimates: list[Estimate] = []
-    for fit in FITS.values():
+    for fit in FITS.values():  # the proposer side first: later fits read its profile
         estimates.extend(fit(table, options))
+        options.extra["profile"] = {
+            e.parameter: e.value
+            for e in estimates
+            if e.group == "pooled" and e.identified and e.value is not None
+            and math.isfinite(e.value) and e.parameter in SkillProfile.model_fields
+        }  # fmt: skip
     return Calibration([str(r) for r in run_dirs], split, table, estimates, requests,
                        len(episodes))  # fmt: skip

@@ -11,6 +11,7 @@ from planarena.experiments.calibrate.calibrate import calibrate
 from planarena.experiments.calibrate.observe import SPLITS, CacheMiss, RunDirError
 from planarena.experiments.calibrate.registry import FitOptions
 from planarena.experiments.calibrate.report import markdown, write_profile
+from planarena.planners.llm.profiles import SkillProfile
 
 
 def parser() -> argparse.ArgumentParser:
@@ -66,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.report, "w") as f:
             f.write(text)
     pooled = cal.pooled()
-    ident = sorted(p for p, e in pooled.items() if e.identified)
+    fields = set(SkillProfile.model_fields)
+    ident = sorted(p for p, e in pooled.items() if e.identified and p in fields)
     print(f"wrote {args.out}: {len(ident)} identified ({', '.join(ident) or 'none'}); "
           f"{cal.episodes} episodes, {len(cal.table)} rows"
           + (f"; report {args.report}" if args.report else ""))  # fmt: skip
