@@ -149,3 +149,64 @@ def test_answers_are_classified_against_the_oracles_options(sim_run: Path) -> No
         assert [r["outcome"] for r in garbled if r["quantity"] == "malformed"] == [1]
         return
     pytest.fail("no act decision with a trap on offer in the run")
+
+
+def test_a_real_model_run_replays_from_its_cache_alone(tmp_path: Path) -> None:
+    """A run against an OpenAI-compatible server (a scripted one), its server then gone:
+    calibration replays every request from the response cache, one decision per LLM call
+    the records count, and classifies the answers."""
+    import os
+    import sys
+
+    from fake_server import serve
+
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(OPENAI_API_KEY="sk-test", NO_PROXY="127.0.0.1,localhost")
+    server = serve()
+    srv = next(server)
+    cmd = [sys.executable, "-m", "planarena.experiments.run.runner", "llm=openai",
+           f"llm.base_url={srv.url}", "llm.model=fake", "planner=[react,plan_execute_replan]",
+           "env=report", "complexity=simple", "n_tasks=2", "faults=none", "progress=false",
+           "figures=false", f"llm.cache_dir={cache}", f"hydra.run.dir={run}"]  # fmt: skip
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    finally:
+        next(server, None)  # the server stops
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [yaml.safe_load(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
+    replayed = observe(run, split="all")
+    assert len(replayed) == sum(r["llm_calls"] for r in records) > 0
+    assert {d.error_scale for d in replayed} == {1.0}  # one real model in every role
+    rows = extract.extract_act(next(d for d in replayed if d.kind == "act"))
+    assert rows and rows[0]["quantity"] == "malformed"
+
+
+def test_the_roles_error_scale_enters_the_likelihood() -> None:
+    """A simulated run scales every error probability by the role's ``error_scale`` (the
+    shipped replanner's 1.5): the likelihood applies it, so a trap taken at 1.5 x 0.2 reads
+    as the profile's 0.2, and a rate observed at scale 1.5 fits back to the base rate."""
+    import numpy as np
+    import pandas as pd
+    from planarena.experiments.calibrate import fit
+    from planarena.experiments.calibrate.registry import FitOptions
+
+    def choices(scale: float) -> fit.Choices:
+        row = {"quantity": "choice", "task": "t/simple/t-0", "role": "replanner", "kind": "act",
+               "outcome": "trap", "prompt_tokens": 0, "error_scale": scale, "unit": 0,
+               "branch": 0, "ctype": "action", "avail": "invented,premise,right,trap",
+               "matches": "trap", "n_subtle": 0, "n_missed": 0}  # fmt: skip
+        c = fit.choices_of(pd.DataFrame([row]))
+        assert c is not None
+        return c
+
+    exact = {**fit._from_x(fit._to_x(fit.START)), "p_correct": 1.0}
+    at_scale = fit.choice_prob(choices(1.5), {**exact, "p_trap": 0.2})
+    plain = fit.choice_prob(choices(1.0), {**exact, "p_trap": 0.3})
+    assert np.allclose(at_scale, plain) and np.allclose(plain, 0.3)
+    rng = np.random.default_rng(0)
+    outcome = (rng.random(4000) < 0.3).astype(int)
+    tasks = [f"t{i % 40}" for i in range(4000)]
+    rows = pd.DataFrame({"task": tasks, "outcome": outcome, "error_scale": 1.5})
+    est = fit.scaled_bernoulli(rows, "p_malformed", FitOptions(boot=50), absent="-")
+    assert est.value is not None and abs(est.value - 0.2) < 0.02

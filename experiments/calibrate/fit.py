@@ -564,7 +564,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         absent = sup.absent.get(q, "no decision observed")
         est = judged(q, best[q], (lo, hi), n, tasks, options, group=group, absent=absent,
                      note=NOTES.get(q, "relative weight among mistakes (mean 1)"))  # fmt: skip
-        if n and (q == "context_scale_tokens" or q.startswith("w_")):
+        if n and tasks >= options.min_tasks and (q == "context_scale_tokens" or q.startswith("w_")):
             # a scale or a weight: judged by the ratio of its bounds, not their difference
             ok = hi <= 3 * max(lo, 0.05 if q.startswith("w_") else 1.0) and n >= options.min_n
             est.identified = ok
@@ -575,6 +575,14 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             )  # fmt: skip
         if q == "w_unchecked":
             est.identified, est.reason = False, sup.absent[q]
+        elif est.identified and lo == hi and not edges[PARAMS.index(q) if q in PARAMS else 0]:
+            est.identified, est.reason = (
+                False,
+                (
+                    "the likelihood does not move with it here (every resample at the same value: "
+                    "e.g. error rates at their 0.95 cap)"
+                ),
+            )
         if q in ("w_other",):
             est.note = NOTES[q]
         out.append(est)

@@ -112,6 +112,7 @@ class FitOptions:
     boot: int = 200  # bootstrap resamples over tasks
     seed: int = 0
     min_n: int = 30  # fewer observations: not identified
+    min_tasks: int = 10  # fewer tasks (the bootstrap's unit): not identified
     max_width: float = 0.5  # a wider interval: not identified
     level: float = 0.95  # the intervals' coverage
     extra: dict[str, Any] = field(default_factory=dict)
@@ -190,13 +191,15 @@ def judged(
     note: str = "",
 ) -> Estimate:
     """An :class:`Estimate` with its ``identified`` flag and reason by the shared rules:
-    not observed (``absent`` says what never happened), fewer than ``min_n`` observations,
-    an interval wider than ``max_width``; else identified."""
+    not observed (``absent`` says what never happened), fewer than ``min_n`` observations or
+    ``min_tasks`` tasks, an interval wider than ``max_width``; else identified."""
     lo, hi = interval
     if n == 0 or value is None:
         ok, reason = False, absent
     elif n < options.min_n:
         ok, reason = False, f"n={n} < {options.min_n}"
+    elif tasks < options.min_tasks:
+        ok, reason = False, f"only {tasks} tasks < {options.min_tasks} (the bootstrap's unit)"
     elif lo is None or hi is None:
         ok, reason = False, "no bootstrap interval"
     elif hi - lo > options.max_width:
