@@ -135,7 +135,8 @@ def _pct(x: float) -> str:
 
 
 def _pp(x: float) -> str:
-    return "–" if math.isnan(x) else f"{100 * x:+.0f}"
+    """Percentage points, signed; a value that rounds to 0 is "+0", never "-0"."""
+    return "–" if math.isnan(x) else f"{round(100 * x) + 0:+d}"
 
 
 def _num(x: float) -> str:
