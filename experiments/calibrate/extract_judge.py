@@ -368,15 +368,18 @@ def _match(step: dict, candidates: Sequence[GoldStep]) -> GoldStep | None:
     return next(iter(same.values()))
 
 
-def _fresh_gold(d: Decision, steps: Sequence[Any], start: int) -> list[GoldStep | None]:
+def _fresh_gold(
+    d: Decision, steps: Sequence[Any], start: int, *, line: bool = True
+) -> list[GoldStep | None]:
     """The gold step each step of a plan written before anything ran stands for, by its
     position: the right step (written right, without checks, with another argument, a
     dependency dropped or a made-up tool: every such step carries that step's checks), its
     trap, or the attractive wrong line's step; None for a stop or an unrelated step."""
     init = d.view.initial_gold()
-    if start == 0 and steps and init.line_core and step_core(steps[0]) == init.line_core:
-        line = init.gold[0].trap_plan or []
-        return [line[j] if j < len(line) else None for j in range(len(steps))]
+    on_line = line and start == 0 and steps and init.line_core is not None
+    if on_line and step_core(steps[0]) == init.line_core:
+        wrong_line = init.gold[0].trap_plan or []
+        return [wrong_line[j] if j < len(wrong_line) else None for j in range(len(steps))]
     out: list[GoldStep | None] = []
     for i, step in enumerate(steps, start):
         if i >= len(init.gold):
@@ -406,9 +409,11 @@ def check_rows(d: Decision) -> list[Row]:
     if not steps:
         return []
     observed = ctx.observations if ctx is not None else None
-    if d.kind == "propose_steps" or not observed:
-        start = len(ctx.plan or ()) if d.kind == "propose_steps" and ctx is not None else 0
-        golds = _fresh_gold(d, steps, start)
+    if d.kind == "propose_steps":  # k candidates for one position of the partial plan
+        at = len(ctx.plan or ()) if ctx is not None else 0
+        golds = [_fresh_gold(d, [c], at, line=False)[0] for c in steps]
+    elif not observed:
+        golds = _fresh_gold(d, steps, 0)
     else:
         candidates = _gold_candidates(d)
         golds = [_match(s, candidates) if isinstance(s, dict) else None for s in steps]

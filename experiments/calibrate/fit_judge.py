@@ -43,8 +43,9 @@ __all__ = [
     "fit_rollout",
 ]
 
-# The proposer's first sample departs from its belief this often (a sampling slip): how far a
-# proposal is evidence of the belief the judge partly reads. A constant, not a fitted skill.
+# The least chance that a proposer's first sample departs from its belief (a sampling slip):
+# how far a proposal is evidence of the belief the judge partly reads. Above it, the slip is
+# the proposer's error rate at the sample's prompt times its share of slips.
 SLIP = 0.03
 ACC_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 RHO_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
@@ -92,6 +93,7 @@ class Beliefs:
 
     seen: dict[tuple[EpisodeKey, str], Counter[str]]
     right_tokens: dict[tuple[EpisodeKey, str], int]  # the longest prompt that showed right
+    tokens: dict[tuple[EpisodeKey, str], float]  # the mean prompt of the samples at a point
     written: set[tuple[EpisodeKey, str]]
     wrong_share: float  # share of first proposals that were wrong: the prior where none was
     skill: SkillProfile
@@ -109,6 +111,16 @@ class Beliefs:
         if pooled and (episode, point) in self.written and point.startswith("step:"):
             return (*options, "unchecked")
         return tuple(options)
+
+    def _slip(self, episode: EpisodeKey, point: str) -> float:
+        """How often a first sample at the point departs from the belief: the proposer's
+        error rate at the prompts that showed it, times the share of errors that are slips
+        (at least :data:`SLIP`)."""
+        tokens = self.tokens.get((episode, point))
+        if tokens is None:
+            return SLIP
+        skill = self.skill.scaled(episode[2])
+        return max(SLIP, skill.error_rate(int(tokens)) * (1.0 - skill.systematic_share))
 
     def _confusion(self, episode: EpisodeKey, point: str, tokens: float | None) -> float:
         """P(the belief is confused at this prompt length | proposals at shorter prompts
@@ -138,8 +150,9 @@ class Beliefs:
         if not seen:
             wrong = self.wrong_share / (m - 1)
             return {k: (1.0 - self.wrong_share) if k == "right" else wrong for k in options}
+        slip = self._slip(episode, point)
         log = {
-            k: sum(n * np.log(1 - SLIP if k == o else SLIP / (m - 1)) for o, n in seen.items())
+            k: sum(n * np.log(1 - slip if k == o else slip / (m - 1)) for o, n in seen.items())
             for k in options
         }
         top = max(log.values())
@@ -178,6 +191,7 @@ def beliefs(table: pd.DataFrame, skill: SkillProfile | None = None) -> Beliefs:
     }
     seen: dict[tuple[EpisodeKey, str], Counter[str]] = defaultdict(Counter)
     right_tokens: dict[tuple[EpisodeKey, str], int] = {}
+    lengths: dict[tuple[EpisodeKey, str], list[int]] = defaultdict(list)
     first = []
     for r in _rows(table, "belief_evidence"):
         ep = _episode(r)
@@ -186,12 +200,14 @@ def beliefs(table: pd.DataFrame, skill: SkillProfile | None = None) -> Beliefs:
         if bare and kind == "unchecked" and (ep, r["point"]) not in written:
             kind = "right"
         seen[(ep, r["point"])][kind] += 1
+        lengths[(ep, r["point"])].append(int(r["prompt_tokens"]))
         if kind == "right":
             key = (ep, r["point"])
             right_tokens[key] = max(right_tokens.get(key, 0), int(r["prompt_tokens"]))
         first.append(kind != "right")
     share = float(np.clip(np.mean(first), 0.02, 0.5)) if first else 0.1
-    return Beliefs(dict(seen), right_tokens, written, share, skill or SkillProfile())
+    tokens = {k: float(np.mean(v)) for k, v in lengths.items()}
+    return Beliefs(dict(seen), right_tokens, tokens, written, share, skill or SkillProfile())
 
 
 def _flag(value: Any) -> bool:
