@@ -5,10 +5,10 @@ written in plan steps; ``rollout_optimism`` from imagined outcomes of plans the 
 
 Each fit is the maximum of a likelihood that is the simulator's own generative model for the
 quantity (``docs/calibration.md`` states each in words), so traces the simulator wrote with
-known values are fitted back to them (``tests/test_calibrate_judge.py``). Intervals are 95 %
-percentile bootstraps over tasks (the unit: a task's decisions share their beliefs). A grid
-maximum keeps the bootstrap cheap: the per-task log-likelihood is computed once per grid point
-and each resample only re-weights tasks.
+known values are fitted back to them (``tests/test_calibrate_judge.py``). Intervals are
+percentile bootstraps over tasks (``FitOptions.level``, 95 % by default; the unit: a task's
+decisions share their beliefs). A grid maximum keeps the bootstrap cheap: the per-task
+log-likelihood is computed once per grid point and each resample only re-weights tasks.
 
 The rows come from :mod:`.extract_judge`; importing this module registers both.
 """
@@ -384,14 +384,14 @@ def _grid_fit(ll: np.ndarray, options: FitOptions) -> tuple[tuple[int, ...], lis
     return tuple(int(b) for b in best), boots
 
 
-def _interval(values: Iterable[float], grid: np.ndarray) -> tuple[float, float]:
-    """The 95 % percentile interval of bootstrap grid maxima, widened by half a grid step
-    each way (the grid's resolution: a maximum stands for its cell)."""
-    v = np.fromiter(values, float)
+def _interval(
+    values: Iterable[float], grid: np.ndarray, options: FitOptions
+) -> tuple[float, float]:
+    """The percentile interval (``options.level``) of bootstrap grid maxima, widened by half a
+    grid step each way (the grid's resolution: a maximum stands for its cell)."""
+    lo, hi = options.interval(np.fromiter(values, float))
     half = float(grid[1] - grid[0]) / 2
-    lo = max(float(grid[0]), float(np.percentile(v, 2.5)) - half)
-    hi = min(float(grid[-1]), float(np.percentile(v, 97.5)) + half)
-    return round(lo, 4), round(hi, 4)
+    return round(max(float(grid[0]), lo - half), 4), round(min(float(grid[-1]), hi + half), 4)
 
 
 def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
@@ -411,7 +411,7 @@ def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     out = []
     for axis, (name, grid) in enumerate(zip(names, grids, strict=True)):
         value = float(grid[best[axis]])
-        lo, hi = _interval((grid[b[axis]] for b in boots), grid)
+        lo, hi = _interval((grid[b[axis]] for b in boots), grid, options)
         width = options.max_width if name != "evaluator_noise" else options.max_width / 2
         est = judged(name, value, (lo, hi), n, len(tasks), options, absent=absent, note=note)
         if est.identified and hi - lo > width:
@@ -472,7 +472,7 @@ def fit_checks(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         judged(
             "check_coverage",
             value,
-            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
             len(units),
             len(tasks),
             options,
@@ -546,7 +546,7 @@ def fit_rollout(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         judged(
             "rollout_optimism",
             float(P_GRID[best[0]]),
-            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
             doubted,
             len(tasks),
             options,
@@ -603,7 +603,7 @@ def fit_reflection(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         judged(
             "reflection_gain",
             float(P_GRID[best[0]]),
-            _interval((P_GRID[b[0]] for b in boots), P_GRID),
+            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
             doubted,
             len(tasks),
             options,
