@@ -1,0 +1,42 @@
+"""The shipped recording of a real model replays offline: no request, the recorded records.
+
+``tests/data/recordings/qwen2.5-coder-0.5b`` (its README says how it was made) holds a run of
+every default planner against Qwen2.5-Coder-0.5B-Instruct served by llama.cpp, and the replies
+in its response cache. Replaying it needs no server: every request must be a cache hit, and the
+records must be the recording's but for the wall clock and the cache counters. A change that
+alters what a planner sends (a prompt, a parser, an episode's draws) fails here: then the
+recording must be made again (docs/local-models.md says how).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from planarena.experiments.run import recording
+
+RECORDING = Path(__file__).resolve().parent / "data" / "recordings" / "qwen2.5-coder-0.5b"
+
+
+def _check(replayed: list[dict[str, object]], ignore: tuple[str, ...] = ()) -> None:
+    assert replayed and all(r["llm_requests"] == 0 for r in replayed)
+    assert all(r["cache_hits"] == r["llm_calls"] for r in replayed)
+    assert all(r["failure_mode"] != "infrastructure_error" for r in replayed)
+    recorded = recording.recorded_episodes(RECORDING)
+    assert recording.differences(recorded, replayed, ignore) == []
+
+
+def test_a_subset_of_the_shipped_recording_replays_exactly(tmp_path: Path) -> None:
+    """Three planners of different kinds on one family: a ReAct transcript, a plan with its
+    replans, a tree search (the k-th identical request is the k-th cached reply)."""
+    subset = ["planner=[react,plan_execute_replan,tot]", "env=report"]
+    replayed = recording.replay(RECORDING, tmp_path / "replay", subset)
+    assert len(replayed) == 9
+    _check(replayed, ignore=("config_id",))
+
+
+@pytest.mark.slow  # every planner, every cell: about 30 s
+def test_the_whole_shipped_recording_replays_exactly(tmp_path: Path) -> None:
+    replayed = recording.replay(RECORDING, tmp_path / "replay")
+    assert len(replayed) == len(recording.recorded_episodes(RECORDING))
+    _check(replayed)
