@@ -93,10 +93,13 @@ def test_cli_writes_a_profile_that_runs(sim_run: Path, tmp_path: Path) -> None:
 
 
 def test_split_halves_the_tasks(sim_run: Path) -> None:
+    from planarena.experiments.studies.sim_vs_real import held_out
+
     fit = {d.task_id for d in decisions(sim_run, split="fit")}
     held = {d.task_id for d in decisions(sim_run, split="held_out")}
     assert fit and held and not fit & held
-    assert all(int(t.rsplit("-", 1)[1]) % 2 == 0 for t in fit)
+    assert not any(held_out(t) for t in fit) and all(held_out(t) for t in held)
+    assert "report-medium-0000" in held and "report-simple-0000" in fit  # index + rank odd
 
 
 def _real_run(sim_run: Path, tmp_path: Path, cache: Path) -> Path:

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from planarena.experiments.studies.sim_vs_real import held_out
-from planarena.experiments.studies.sim_vs_real_config import mirror_into, profile_of
+from planarena.experiments.studies.sim_vs_real_config import Settings, mirror_into, profile_of
+from planarena.experiments.studies.sim_vs_real_report import compare, verdict
 from planarena.experiments.studies.sim_vs_real_stats import (
     MECHANISMS,
     common_tasks,
@@ -23,6 +24,7 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     kendall_tau_b,
     kendall_tau_b_rows,
     on_tasks,
+    tau_with_interval,
 )
 from planarena.planners.llm.profiles import SKILLS, SkillProfile
 
@@ -117,6 +119,14 @@ def test_against_the_profile_that_made_the_run_the_comparison_is_exact(
     assert real["completion"].nunique() > 1  # a ranking to correlate, not all ties
     assert (real["episodes"] == 3 * 3).all()  # held-out only: tasks 1, 3, 5 of 3 levels
     assert tau_of(out) == (1.0, 1.0, 1.0)
+    # the other rankings too: tokens and calls per episode, defined and exact
+    for name in ("tokens", "calls"):
+        assert (t[[f"tau_{name}", f"tau_{name}_lo", f"tau_{name}_hi"]] == 1.0).all().all(), name
+    md = (out / "sim_vs_real.md").read_text()
+    assert re.search(
+        r"^\| tokens per episode \(`tokens_\w+`\) \| \+1\.00 \[\+1\.00, \+1\.00\]", md, re.M
+    )
+    assert "predicts this model's ranking of the planners by completion (exactly" in md
     assert (t["verdict"] == "agrees").all()
     assert "No failure mode's share differs" in (out / "sim_vs_real.md").read_text()
     for name in ("sim_vs_real.png", "sim_vs_real-1col.png", "sim_vs_real.pdf"):
@@ -173,12 +183,21 @@ def test_against_a_different_profile_the_gaps_point_to_the_mechanisms_that_diffe
     )
 
 
-def test_held_out_is_the_odd_task_index() -> None:
+def test_held_out_is_index_plus_complexity_rank_odd() -> None:
     assert held_out("report-simple-0003")
     assert not held_out("report-simple-0004")
     assert not held_out("research-complex-0000")
-    assert held_out("my-family-with-dashes-medium-0011")
-    assert [held_out(f"x-{i:04d}") for i in range(6)] == [False, True] * 3
+    assert held_out("research-complex-0001")
+    assert held_out("report-medium-0000") and not held_out("report-medium-0001")
+    assert not held_out("my-family-with-dashes-medium-0011")
+    assert [held_out(f"x-{i:04d}") for i in range(6)] == [False, True] * 3  # unknown: rank 0
+    # one task per cell: the medium ones are held out, the fit sees simple and complex
+    one = [f"report-{c}-0000" for c in ("simple", "medium", "complex")]
+    assert [held_out(t) for t in one] == [False, True, False]
+    # two or more per cell: every cell splits in half
+    for c in ("simple", "medium", "complex"):
+        for n in (2, 4, 6):
+            assert sum(held_out(f"e-{c}-{i:04d}") for i in range(n)) == n // 2, (c, n)
 
 
 def test_kendall_tau_b_matches_its_definition_with_ties() -> None:
@@ -287,3 +306,49 @@ def test_only_tasks_every_planner_ran_in_both_are_compared() -> None:
     assert set(on_tasks(sim, tasks)["task_id"]) == {
         f"e-simple-{2 * i + 1:04d}" for i in (0, 1, 3, 4, 5)
     }
+
+
+def _costly(tokens: dict[str, float], n_tasks: int, *, shift: float = 0.0) -> pd.DataFrame:
+    """Synthetic held-out records where nothing completes: planner p spends about
+    ``tokens[p]`` per episode (varying by task, ``shift`` added) and a tenth as many calls."""
+    rows = []
+    for p, base in tokens.items():
+        for i in range(n_tasks):
+            spent = base + 50 * (i % 3) + shift
+            rows.append(
+                {
+                    "planner": p,
+                    "env": "e",
+                    "complexity": "simple",
+                    "task_id": f"e-simple-{2 * i + 1:04d}",
+                    "success": False,
+                    "failure_mode": "budget_exhausted",
+                    "tokens_total": spent,
+                    "llm_calls": spent / 10,
+                    "progress": 0.0,
+                    "llm": "x",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_when_nothing_completes_the_token_ranking_is_still_compared(tmp_path: Path) -> None:
+    spent = {"a": 1000.0, "b": 3000.0, "c": 2000.0, "d": 5000.0}
+    real = _costly(spent, 8)
+    sim = _costly(spent, 8, shift=400.0)  # a level offset: the same order
+    assert math.isnan(tau_with_interval(real, sim, list(spent), seed=0, n_boot=200)["tau"])
+    tok = tau_with_interval(real, sim, list(spent), seed=0, n_boot=200, value="tokens_total")
+    assert (tok["tau"], tok["tau_lo"], tok["tau_hi"]) == (1.0, 1.0, 1.0)
+    s = Settings(tmp_path, "weak", 200, 3, 0.05)
+    c = compare(sim, real, list(spent), s, seed=0)
+    assert math.isnan(c.taus["completion"]["tau"]) and c.taus["completion"]["tied"] == "both"
+    assert c.taus["tokens"]["tau"] == 1.0 and c.taus["calls"]["tau"] == 1.0
+    assert math.isnan(c.taus["progress"]["tau"])  # 0 everywhere: no ranking either
+    line = verdict(c)[0]
+    assert "predicts this model's ranking of the planners by tokens per episode" in line
+    assert "LLM calls per episode (exactly" in line
+    assert re.search(r"Cannot be compared: by completion \(both sources rank", line), line
+    reversed_ = _costly({p: 6000.0 - v for p, v in spent.items()}, 8)
+    c = compare(reversed_, real, list(spent), s, seed=0)
+    assert c.taus["tokens"]["tau"] == -1.0
+    assert "predicts none of this model's rankings" in verdict(c)[0]

@@ -26,7 +26,8 @@ def parser() -> argparse.ArgumentParser:
         "--split",
         choices=SPLITS,
         default="fit",
-        help="tasks to fit on: fit (even index, default), held_out (odd), all",
+        help="tasks to fit on: fit (default: those not held out), held_out (task index plus "
+        "complexity rank odd, simple 0 medium 1 complex 2: what sim_vs_real compares on), all",
     )
     p.add_argument("--boot", type=int, default=200, help="bootstrap resamples over tasks")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")

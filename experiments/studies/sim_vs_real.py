@@ -8,7 +8,9 @@ profile fitted to that model (``planarena-calibrate``), and compares the two on 
 held-out tasks (:func:`held_out`; calibration fits on the other half, so the simulator is never
 scored on the tasks it was fitted to): per planner completion (Wilson 95 %), tokens and LLM
 calls per episode (task-bootstrap 95 %) and failure-mode shares; the rank correlation of the
-planners by completion (Kendall tau-b, with a paired task-bootstrap interval); per planner the
+planners by completion (Kendall tau-b, with a paired task-bootstrap interval), and by tokens,
+LLM calls and progress per episode (which still rank the planners when every planner completes
+the same share, 0 % with a small model); per planner the
 completion gap (paired, task bootstrap) and the failure modes whose shares differ most, each
 mapped to the simulator mechanism it points to (:data:`sim_vs_real_stats.MECHANISMS`).
 

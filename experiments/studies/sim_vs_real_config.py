@@ -52,10 +52,19 @@ FAMILY_DIGEST_KEYS = (FAMILY_DIGEST,)
 """Keys the runner adds to a family-file env's spec (its content's digest): not the user's."""
 
 
+COMPLEXITY_RANK: Mapping[str, int] = {"simple": 0, "medium": 1, "complex": 2}
+"""A complexity's rank in :func:`held_out` (any other name ranks 0)."""
+
+
 def held_out(task_id: str) -> bool:
-    """True iff ``task_id``'s index (the integer after its last '-') is odd: the tasks
-    sim_vs_real compares on; calibration fits on the even ones, so the two never overlap."""
-    return int(task_id.rsplit("-", 1)[-1]) % 2 == 1
+    """True iff ``k + r`` is odd, ``k`` the integer after ``task_id``'s last '-' and ``r``
+    the rank of the part before it (:data:`COMPLEXITY_RANK`): the tasks sim_vs_real compares
+    on; calibration fits on the others, so the two never overlap. With one task per (env,
+    complexity) cell the medium tasks are held out and the fit sees simple and complex (the
+    held-out tasks lie between fitted ones); with two or more, every cell splits in half."""
+    head, _, index = task_id.rpartition("-")
+    rank = COMPLEXITY_RANK.get(head.rpartition("-")[2], 0)
+    return (int(index) + rank) % 2 == 1
 
 
 def split(df: pd.DataFrame, *, held: bool) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import pandas as pd
 from planarena.experiments.records import EPISODES, load_records, measured
 from planarena.experiments.studies.sim_vs_real_config import Settings, split
 from planarena.experiments.studies.sim_vs_real_stats import (
+    RANKED_BY,
     common_tasks,
     completion_gaps,
     disagreements,
@@ -21,7 +22,7 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     repeats,
     side_by_side,
     task_key,
-    tau_with_interval,
+    taus_by_measure,
     tokens_column,
     with_task_key,
 )
@@ -52,6 +53,11 @@ class Comparison:
     """Some task ran more than once per planner: completion intervals are task bootstraps."""
     level: dict[str, float]
     """The mean over planners of sim minus real completion, with its interval."""
+    taus: dict[str, dict[str, Any]]
+    """Held-out tau per measure the planners are ranked by (:data:`RANKED_BY`; completion
+    first, the same as :attr:`tau`)."""
+    taus_fit: dict[str, dict[str, Any]]
+    """The same on the fitted half."""
 
 
 def compare(
@@ -73,16 +79,16 @@ def compare(
     tokens = tokens_column(held["real"], held["sim"])
     table = side_by_side(held, present, modes, tokens, seed=seed, n_boot=s.n_boot)
     gaps, level = completion_gaps(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
-    tau = tau_with_interval(held["real"], held["sim"], present, seed=seed, n_boot=s.n_boot)
-    tau_fit = tau_with_interval(
-        fit["real"], fit["sim"], present, seed=seed, n_boot=s.n_boot, label="fit"
+    taus = taus_by_measure(held["real"], held["sim"], present, tokens, seed=seed, n_boot=s.n_boot)
+    taus_fit = taus_by_measure(
+        fit["real"], fit["sim"], present, tokens, seed=seed, n_boot=s.n_boot, label="fit"
     )
     disagree = disagreements(table, modes, top=s.top_gaps, min_gap=s.min_gap)
     return Comparison(
         table,
         gaps,
-        tau,
-        tau_fit,
+        taus["completion"],
+        taus_fit["completion"],
         disagree,
         modes,
         tokens,
@@ -92,6 +98,8 @@ def compare(
         dropped,
         repeats(held),
         level,
+        taus,
+        taus_fit,
     )
 
 
@@ -118,6 +126,9 @@ def write_comparison(
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = c.table.merge(c.gaps, on="planner", how="left")
     csv.insert(2, "tokens_basis", c.tokens)
+    for name, t in c.taus.items():  # study-wide: the same on every row
+        for key, suffix in (("tau", ""), ("tau_lo", "_lo"), ("tau_hi", "_hi")):
+            csv[f"tau_{name}{suffix}"] = t[key]
     csv.to_csv(out_dir / "sim_vs_real.csv", index=False)
     text = markdown(c, s)
     (out_dir / "sim_vs_real.md").write_text(text)
@@ -143,9 +154,21 @@ def _num(x: float) -> str:
     return "–" if math.isnan(x) else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
 
 
+def _why_undefined(t: Mapping[str, Any]) -> str:
+    """Why tau is undefined: which source ranks every planner equal (and at what value)."""
+    tied = t.get("tied", "")
+    if not tied:
+        return "fewer than two planners or no common task"
+    value = t.get("value")
+    means = t.get("real_mean" if tied != "sim" else "sim_mean") or [math.nan]
+    at = _pct(means[0]) if value in ("success", "progress") else _num(means[0])
+    who = {"real": "the real run ranks", "sim": "the simulator ranks", "both": "both sources rank"}
+    return f"{who[tied]} every planner equal, all at {at}"
+
+
 def _tau(t: Mapping[str, Any]) -> str:
     if math.isnan(t["tau"]):
-        return "undefined (one source ranks every planner equal, or fewer than two planners)"
+        return f"undefined ({_why_undefined(t)})"
     return f"{t['tau']:+.2f} [{t['tau_lo']:+.2f}, {t['tau_hi']:+.2f}]"
 
 
@@ -165,30 +188,63 @@ def ranking_sentence(t: Mapping[str, Any], fit: Mapping[str, Any]) -> str:
         how += f"; {t['undefined']} resamples with an all-tied ranking left out"
     head = "Kendall τ_b of the planners by completion, real against sim: "
     if math.isnan(t["tau"]):
-        text = head + "**undefined** (one source ranks every planner equal, or fewer than two)."
+        text = head + f"**undefined** ({_why_undefined(t)})."
     else:
         text = head + f"**{_tau(t)}** ({how})."
     return text + f" On the fitted half (in-sample, {fit['tasks']} tasks): {_tau(fit)}."
 
 
+def _measure(c: Comparison, name: str) -> str:
+    label = RANKED_BY[name]
+    return f"{label} (`{c.tokens}`)" if name == "tokens" else label
+
+
+def rankings_table(c: Comparison) -> list[str]:
+    """Tau per measure the planners are ranked by, held-out and in-sample, as table lines."""
+    lines = [
+        "| ranked by | τ_b held-out [95 % CI] | all-tied resamples | τ_b in-sample (fitted half) |",
+        "| --- | --- | ---: | --- |",
+    ]
+    for name, t in c.taus.items():
+        fit = c.taus_fit.get(name, {"tau": math.nan})
+        lines.append(
+            f"| {_measure(c, name)} | {_tau(t)} | {t['undefined']} of {t['n_boot']} | {_tau(fit)} |"
+        )
+    return lines
+
+
+def ranking_verdict(c: Comparison) -> str:
+    """One line: the measures whose ranking the simulator predicts (tau's interval clear of
+    0), those it does not at this n, and those that cannot be compared."""
+    yes, no, undefined = [], [], []
+    for name, t in c.taus.items():
+        if math.isnan(t["tau"]):
+            undefined.append(f"{_measure(c, name)} ({_why_undefined(t)})")
+        elif t["tau_lo"] > 0:
+            how = "exactly" if t["tau"] == 1 and t["tau_lo"] == 1 else "better than chance"
+            yes.append(f"{_measure(c, name)} ({how}: τ_b = {_tau(t)})")
+        else:
+            no.append(f"{_measure(c, name)} (τ_b = {_tau(t)})")
+    n = c.tau["tasks"]
+    if yes:
+        text = (
+            f"- **The simulator predicts this model's ranking of the planners by "
+            f"{'; by '.join(yes)}**, the interval clear of 0 over {n} held-out tasks."
+        )
+    else:
+        text = f"- **The simulator predicts none of this model's rankings at this n** ({n} "
+        text += "held-out tasks)."
+    if no:
+        text += " Not predicted at this n (the interval includes 0): by " + "; by ".join(no) + "."
+    if undefined:
+        text += " Cannot be compared: by " + "; by ".join(undefined) + "."
+    return text
+
+
 def verdict(c: Comparison) -> list[str]:
     """The closing note: whether the simulator predicts the ranking, which planners it gets
     wrong, and where the mechanisms point."""
-    t = c.tau
-    lines: list[str] = []
-    if math.isnan(t["tau"]):
-        lines.append("- The ranking cannot be compared: " + _tau(t) + ".")
-    elif t["tau_lo"] > 0:
-        how = "exactly" if t["tau"] == 1 else "better than chance"
-        lines.append(
-            f"- **The simulator predicts this model's ranking of the planners {how}**: "
-            f"τ_b = {_tau(t)}, the interval clear of 0 over {t['tasks']} held-out tasks."
-        )
-    else:
-        lines.append(
-            f"- **The simulator does not predict this model's ranking at this n**: "
-            f"τ_b = {_tau(t)}, the interval includes 0 ({t['tasks']} held-out tasks)."
-        )
+    lines: list[str] = [ranking_verdict(c)]
     lv = c.level
     if not math.isnan(lv["gap"]):
         lines.append(
@@ -251,8 +307,8 @@ def markdown(c: Comparison, s: Settings) -> str:
         "# Simulator against a real model",
         "",
         f"Real run: `{s.real_run}` ({c.real_label}); simulator: {c.sim_label}, profile "
-        f"`{s.profile}`. Compared on the **held-out** tasks (odd task index; calibration fits "
-        f"on the even ones): {t['tasks']} tasks, {len(c.planners)} planners"
+        f"`{s.profile}`. Compared on the **held-out** tasks (task index plus complexity rank "
+        f"odd; calibration fits on the others): {t['tasks']} tasks, {len(c.planners)} planners"
         + (
             f" ({c.dropped} held-out task(s) left out: not run by every planner in both)"
             if c.dropped
@@ -264,6 +320,13 @@ def markdown(c: Comparison, s: Settings) -> str:
         "## Ranking",
         "",
         ranking_sentence(t, c.tau_fit),
+        "",
+        "The planners ranked by other measures too, real against sim (Kendall τ_b of the "
+        "planners' per-episode means, the same paired task bootstrap; these still rank the "
+        "planners when every planner completes the same share). Completion's row repeats the "
+        "line above:",
+        "",
+        *rankings_table(c),
         "",
         "## Side by side (held-out tasks)",
         "",

@@ -134,19 +134,27 @@ def tau_with_interval(
     seed: int,
     n_boot: int,
     label: str = "held_out",
+    value: str = "success",
 ) -> dict[str, Any]:
-    """Kendall tau-b of the planners' completion, real against sim, and its percentile
-    bootstrap 95 % interval over the tasks both sources ran (each resample recomputes both
-    rankings on the same drawn tasks); ``undefined`` counts resamples with a ranking of all
-    ties (left out of the interval)."""
+    """Kendall tau-b of the planners' per-episode mean of ``value`` (default: completion),
+    real against sim, and its percentile bootstrap 95 % interval over the tasks both sources
+    ran (each resample recomputes both rankings on the same drawn tasks; every ``value`` of
+    one ``label`` draws the same tasks); ``undefined`` counts resamples with a ranking of all
+    ties (left out of the interval), ``tied`` names the source(s) whose ranking is all ties
+    (``real``, ``sim``, ``both``; empty when tau is defined)."""
     tasks = sorted(set(task_key(real)) & set(task_key(sim)))
     out: dict[str, Any] = {"tasks": len(tasks), "planners": len(planners), "n_boot": n_boot}
+    out["value"] = value
     if len(tasks) == 0 or len(planners) < 2:
-        return {**out, "tau": math.nan, "tau_lo": math.nan, "tau_hi": math.nan, "undefined": 0}
-    sr, nr = task_matrix(real, "success", tasks, planners)
-    ss, ns = task_matrix(sim, "success", tasks, planners)
+        nan = {"tau": math.nan, "tau_lo": math.nan, "tau_hi": math.nan}
+        return {**out, **nan, "undefined": 0, "tied": "", "real_mean": [], "sim_mean": []}
+    sr, nr = task_matrix(real, value, tasks, planners)
+    ss, ns = task_matrix(sim, value, tasks, planners)
     with np.errstate(divide="ignore", invalid="ignore"):
-        tau = kendall_tau_b(sr.sum(0) / nr.sum(0), ss.sum(0) / ns.sum(0))
+        mr, ms = sr.sum(0) / nr.sum(0), ss.sum(0) / ns.sum(0)
+    tau = kendall_tau_b(mr, ms)
+    flat = [name for name, m in (("real", mr), ("sim", ms)) if len(set(np.round(m, 12))) < 2]
+    tied = "both" if len(flat) == 2 else "".join(flat)
     rng = boot_rng(seed, "sim_vs_real", "tau", label)
     parts = []
     for w in task_weights(rng, len(tasks), n_boot):
@@ -154,7 +162,56 @@ def tau_with_interval(
             parts.append(kendall_tau_b_rows((w @ sr) / (w @ nr), (w @ ss) / (w @ ns)))
     taus = np.concatenate(parts)
     lo, hi = percentile_interval(taus, 0.95)
-    return {**out, "tau": tau, "tau_lo": lo, "tau_hi": hi, "undefined": int(np.isnan(taus).sum())}
+    return {
+        **out,
+        "tau": tau,
+        "tau_lo": lo,
+        "tau_hi": hi,
+        "undefined": int(np.isnan(taus).sum()),
+        "tied": tied,
+        "real_mean": mr.tolist(),
+        "sim_mean": ms.tolist(),
+    }
+
+
+RANKED_BY: Mapping[str, str] = {
+    "completion": "completion",
+    "tokens": "tokens per episode",
+    "calls": "LLM calls per episode",
+    "progress": "progress per episode",
+}
+"""The measures the planners are ranked by, each correlated real against sim (short name to
+the label the page shows). Completion is the headline; the others still rank the planners
+when every planner completes the same share (0 % with a small real model)."""
+
+
+def ranked_values(real: pd.DataFrame, sim: pd.DataFrame, tokens: str) -> dict[str, str]:
+    """Each :data:`RANKED_BY` measure to the record column it is the mean of (``progress``
+    only when both sources carry it for every episode)."""
+    values = {"completion": "success", "tokens": tokens, "calls": "llm_calls"}
+    if all("progress" in d.columns and d["progress"].notna().all() for d in (real, sim)):
+        values["progress"] = "progress"
+    return values
+
+
+def taus_by_measure(
+    real: pd.DataFrame,
+    sim: pd.DataFrame,
+    planners: Sequence[str],
+    tokens: str,
+    *,
+    seed: int,
+    n_boot: int,
+    label: str = "held_out",
+) -> dict[str, dict[str, Any]]:
+    """:func:`tau_with_interval` for each :func:`ranked_values` measure, in
+    :data:`RANKED_BY`'s order, on the same resampled tasks."""
+    return {
+        name: tau_with_interval(
+            real, sim, planners, seed=seed, n_boot=n_boot, label=label, value=value
+        )
+        for name, value in ranked_values(real, sim, tokens).items()
+    }
 
 
 GAP_COLUMNS = ["planner", "gap", "gap_lo", "gap_hi", "verdict", "rel_gap", "rel_lo", "rel_hi"]
