@@ -34,6 +34,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", help="response cache of a real-model run (else its llm.cache_dir)")
     p.add_argument("--name", default="calibrated", help="the profile's name")
     p.add_argument(
+        "--min-tasks",
+        type=int,
+        default=FitOptions.min_tasks,
+        help="fewest tasks (the bootstrap's unit) for a parameter to count as identified",
+    )
+    p.add_argument(
         "--exact-boot",
         action="store_true",
         help="refit every bootstrap resample (slow) instead of one Newton step",
@@ -49,9 +55,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.boot < 10:
         print("planarena-calibrate: --boot must be at least 10", file=sys.stderr)
         return 2
+    if args.min_tasks < 2:
+        print("planarena-calibrate: --min-tasks must be at least 2", file=sys.stderr)
+        return 2
     options = FitOptions(
         boot=args.boot,
         seed=args.seed,
+        min_tasks=args.min_tasks,
         extra={"exact_boot": args.exact_boot, "groups": not args.no_groups},
     )
     try:

@@ -44,7 +44,8 @@ class RunDirError(RuntimeError):
 
 
 def in_split(task_id: str, split: str) -> bool:
-    """Whether a task belongs to ``split``: ``fit`` (even index), ``held_out`` (odd), ``all``."""
+    """Whether a task belongs to ``split``: ``held_out`` (:func:`held_out`: task index plus
+    complexity rank odd), ``fit`` (the others), ``all``."""
     if split == "all":
         return True
     return held_out(task_id) == (split == "held_out")
