@@ -2,9 +2,11 @@
 
 Left (top in one column): one row per planner, ordered by the real model's completion, its
 real completion as a filled marker and the simulator's just below as an open one, each with
-its Wilson 95 % interval (the simulator's dashed). Right (bottom): the same pairs as points,
-real on x and sim on y, with the diagonal where the simulator is exact; a planner above it is
-over-predicted. Planners keep their fixed colours and markers (:mod:`figures.style`).
+its Wilson 95 % interval (the simulator's dashed). Right (bottom): tokens per episode, real on
+x and sim on y (log scales, bootstrap 95 % intervals), with the diagonal where the simulator is
+exact: the planners' spending, which still ranks them when completion cannot (every planner at
+0 %), titled with the two rankings' tau. Planners keep their fixed colours and markers
+(:mod:`figures.style`).
 """
 
 from __future__ import annotations
@@ -68,15 +70,15 @@ def sim_vs_real_figure(
                 )
                 bars[2][0].set_linestyle(dash)  # the simulator's interval dashed: greyscale
             ax_scatter.errorbar(
-                r["completion"],
-                s["completion"],
+                r["tokens_mean"],
+                s["tokens_mean"],
                 xerr=[
-                    [r["completion"] - r["completion_lo"]],
-                    [r["completion_hi"] - r["completion"]],
+                    [max(r["tokens_mean"] - r["tokens_lo"], 0.0)],
+                    [max(r["tokens_hi"] - r["tokens_mean"], 0.0)],
                 ],
                 yerr=[
-                    [s["completion"] - s["completion_lo"]],
-                    [s["completion_hi"] - s["completion"]],
+                    [max(s["tokens_mean"] - s["tokens_lo"], 0.0)],
+                    [max(s["tokens_hi"] - s["tokens_mean"], 0.0)],
                 ],
                 marker=st.marker,
                 markersize=4.5,
@@ -113,15 +115,25 @@ def sim_vs_real_figure(
             handletextpad=0.3,
             borderaxespad=0.2,
         )
-        ax_scatter.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8, zorder=0)
-        ax_scatter.set_xlim(-0.02, 1.02)
-        ax_scatter.set_ylim(-0.02, 1.02)
+        spent = [
+            v
+            for p in order
+            for v in (real.at[p, "tokens_lo"], real.at[p, "tokens_hi"])
+            + (sim.at[p, "tokens_lo"], sim.at[p, "tokens_hi"])
+            if v == v and v > 0
+        ]
+        lo, hi = (min(spent) / 1.5, max(spent) * 1.5) if spent else (1.0, 10.0)
+        ax_scatter.plot([lo, hi], [lo, hi], color="0.6", linestyle=":", linewidth=0.8, zorder=0)
+        ax_scatter.set_xscale("log")
+        ax_scatter.set_yscale("log")
+        ax_scatter.set_xlim(lo, hi)
+        ax_scatter.set_ylim(lo, hi)
         ax_scatter.set_aspect("equal", adjustable="box")
-        ax_scatter.set_xlabel("completion, real model")
-        ax_scatter.set_ylabel("completion, simulator")
+        ax_scatter.set_xlabel("tokens per episode, real model")
+        ax_scatter.set_ylabel("tokens per episode, simulator")
         ax_scatter.grid(alpha=0.25, linewidth=0.5)
         if tau:
-            ax_scatter.set_title(f"ranking: {tau}", fontsize=8)
+            ax_scatter.set_title(tau, fontsize=7)
     return fig
 
 

@@ -134,7 +134,10 @@ def write_comparison(
     (out_dir / "sim_vs_real.md").write_text(text)
     from planarena.experiments.studies.sim_vs_real_figure import write_sim_vs_real_figures
 
-    write_sim_vs_real_figures(c.table, c.planners, out_dir / "figures", tau=_tau_short(c.tau))
+    title = f"completion {_tau_short(c.tau)}"
+    if "tokens" in c.taus:
+        title += f"\ntokens {_tau_short(c.taus['tokens'])}"
+    write_sim_vs_real_figures(c.table, c.planners, out_dir / "figures", tau=title)
     return text
 
 
