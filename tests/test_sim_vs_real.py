@@ -352,3 +352,23 @@ def test_when_nothing_completes_the_token_ranking_is_still_compared(tmp_path: Pa
     c = compare(reversed_, real, list(spent), s, seed=0)
     assert c.taus["tokens"]["tau"] == -1.0
     assert "predicts none of this model's rankings" in verdict(c)[0]
+
+
+def test_a_real_model_answered_every_role_so_no_role_is_simulated_weaker() -> None:
+    """Against a real run every role's error_scale is 1 (the shipped sim config simulates a
+    weaker replanner); against a simulated stand-in its own model profiles are kept."""
+    from omegaconf import DictConfig, OmegaConf
+    from planarena.experiments.studies.sim_vs_real_config import same_roles
+
+    def sim_cfg() -> DictConfig:
+        return OmegaConf.create(
+            {"llm": {"models": {"default": {"name": "a"}, "replanner": {"error_scale": 1.5}}}}
+        )
+
+    cfg = sim_cfg()
+    same_roles(cfg, {"llm": {"backend": "openai", "model": "m"}})
+    assert [cfg.llm.models[r].error_scale for r in ("default", "replanner")] == [1.0, 1.0]
+    cfg = sim_cfg()
+    stand_in = {"backend": "sim", "models": {"replanner": {"error_scale": 2.0}}}
+    same_roles(cfg, {"llm": stand_in})
+    assert OmegaConf.to_container(cfg.llm.models) == {"replanner": {"error_scale": 2.0}}

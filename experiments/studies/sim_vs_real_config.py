@@ -221,6 +221,18 @@ def mirror_into(cfg: DictConfig) -> None:
         cfg[BLOCK].real_run = str(real_run)
         cfg[BLOCK].profile = profile
         cfg.llm.skill = profile
+        same_roles(cfg, real)
+
+
+def same_roles(cfg: DictConfig, real: Mapping[str, Any]) -> None:
+    """The roles' skill as in the real run: a simulated stand-in's model profiles are copied;
+    a real model answered every role itself, so no role is simulated weaker (error_scale 1)."""
+    real_llm = real.get("llm") or {}
+    if real_llm.get("backend", "sim") == "sim" and real_llm.get("models"):
+        OmegaConf.update(cfg, "llm.models", real_llm["models"], merge=False, force_add=True)
+        return
+    for role in cfg.llm.get("models") or {}:
+        cfg.llm.models[role].error_scale = 1.0
 
 
 @dataclass(frozen=True)
