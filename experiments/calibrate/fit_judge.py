@@ -16,7 +16,7 @@ The rows come from :mod:`.extract_judge`; importing this module registers both.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -535,23 +535,46 @@ def fit_rollout(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     doubted = sum(p < 0.5 for _, p, _ in used)
     if not doubted:
         return [judged("rollout_optimism", None, (None, None), 0, 0, options, absent=absent)]
+    return _bernoulli_grid(
+        "rollout_optimism",
+        used,
+        lambda p: p + (1 - p) * P_GRID,
+        doubted,
+        options,
+        absent=absent,
+        note="Bernoulli MLE on rollouts of plans that cannot succeed, mixed with belief",
+    )
+
+
+def _bernoulli_grid(
+    name: str,
+    used: list[tuple[str, float, int]],
+    success: Callable[[float], np.ndarray],
+    n: int,
+    options: FitOptions,
+    *,
+    absent: str,
+    note: str,
+) -> list[Estimate]:
+    """A grid MLE over P_GRID of (task, belief, outcome) units, ``success(belief)`` the chance
+    of outcome 1 at each grid value, with the task bootstrap's interval."""
     tasks = sorted({t for t, _, _ in used})
     index = {t: i for i, t in enumerate(tasks)}
     ll = np.zeros((len(tasks), len(P_GRID)))
     for t, p, y in used:
-        success = p + (1 - p) * P_GRID
-        ll[index[t]] += np.log(np.clip(success if y else 1 - success, 1e-12, None))
+        s = success(p)
+        ll[index[t]] += np.log(np.clip(s if y else 1 - s, 1e-12, None))
     best, boots = _grid_fit(ll, options)
     return [
         judged(
-            "rollout_optimism",
+            name,
             float(P_GRID[best[0]]),
             _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
-            doubted,
+            n,
             len(tasks),
             options,
             absent=absent,
-            note="Bernoulli MLE on rollouts of plans that cannot succeed, mixed with belief",
+            note=note,
         )
     ]
 
@@ -591,26 +614,20 @@ def fit_reflection(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
             "chose wrong"
         )
         return [judged("reflection_gain", None, (None, None), 0, 0, options, absent=absent)]
-    tasks = sorted({t for t, _, _ in used})
-    index = {t: i for i, t in enumerate(tasks)}
-    ll = np.zeros((len(tasks), len(P_GRID)))
-    for t, p, y in used:
+
+    def right(p: float) -> np.ndarray:
         held = p + (1 - p) * P_GRID  # the belief prefers the right option (corrected or not)
-        right = held * (1 - SLIP) + (1 - held) * SLIP / 4  # the decision is a sample of it
-        ll[index[t]] += np.log(np.clip(right if y else 1 - right, 1e-12, None))
-    best, boots = _grid_fit(ll, options)
-    return [
-        judged(
-            "reflection_gain",
-            float(P_GRID[best[0]]),
-            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
-            doubted,
-            len(tasks),
-            options,
-            absent=absent,
-            note="Bernoulli MLE on reflected decisions at points its unreflected choice erred",
-        )
-    ]
+        return held * (1 - SLIP) + (1 - held) * SLIP / 4  # the decision is a sample of it
+
+    return _bernoulli_grid(
+        "reflection_gain",
+        used,
+        right,
+        doubted,
+        options,
+        absent=absent,
+        note="Bernoulli MLE on reflected decisions at points its unreflected choice erred",
+    )
 
 
 register_fit("judge", fit_judge)
