@@ -26,7 +26,6 @@ from planarena.experiments.run.episode import run_episode
 from planarena.experiments.run.llm_factory import ConfigError, model_profiles
 from planarena.experiments.run.prepare import prepare, validate
 from planarena.experiments.studies.sim_vs_real import held_out
-from planarena.planners.formats import tool_schemas
 from planarena.planners.llm.base import Completion, LLMBackend, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.planners.llm.protocol import RequestContext
@@ -110,11 +109,7 @@ class Observer:
         self, messages: Sequence[Message], request: Request, tools: Sequence[Any] | None
     ) -> None:
         inner: Any = self.inner
-        params = inner.sampling(messages)
-        if tools:
-            params["tools"] = tool_schemas(tools)
-            params["tool_choice"] = "auto"
-        path = inner._path(inner._cache_key(messages, request, params))  # noqa: SLF001
+        path = inner.cache_path(messages, request, tools)
         if path is None or not path.exists():
             self.missed = (
                 f"no cached response for request {self.index} ({request.kind}) of "

@@ -271,6 +271,19 @@ class OpenAIBackend:
         )
         return hashlib.sha256(material.encode()).hexdigest()
 
+    def _params(self, messages: Sequence[Message], tools: Sequence[Any] | None) -> dict[str, Any]:
+        params = self.sampling(messages)
+        if tools:  # offered through the API (and part of the cache key, like all params)
+            params["tools"] = tool_schemas(tools)
+            params["tool_choice"] = "auto"
+        return params
+
+    def cache_path(
+        self, messages: Sequence[Message], request: Request, tools: Sequence[Any] | None = None
+    ) -> Path | None:
+        """Where this request's reply is (or would be) cached; None without a cache."""
+        return self._path(self._cache_key(messages, request, self._params(messages, tools)))
+
     def _path(self, key: str) -> Path | None:
         return None if self.cache is None else self.cache / key[:2] / f"{key}.json"
 
@@ -360,10 +373,7 @@ class OpenAIBackend:
         # request.kind is not read (nor required): a real model reads only the prompt, and the
         # format's stop sequences and max_tokens come from the prompt too (request_format)
         sent = merge_consecutive_roles(messages)
-        params = self.sampling(messages)
-        if tools:  # offered through the API (and part of the cache key, like all params)
-            params["tools"] = tool_schemas(tools)
-            params["tool_choice"] = "auto"
+        params = self._params(messages, tools)
         key = self._cache_key(messages, request, params)
         path = self._path(key)
         cached, queue_s = False, 0.0
