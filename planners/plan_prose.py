@@ -43,7 +43,12 @@ from typing import Any
 
 import json_repair
 from planarena.envs.jsontext import encoder
-from planarena.planners.formats import PLAN_TEXT_FORMAT, is_truncated
+from planarena.planners.formats import (
+    PLAN_TEXT_FORMAT,
+    OutputParseError,
+    is_truncated,
+    lenient_json,
+)
 from planarena.planners.plan_model import DEFAULT_RETRY_LIMIT, Plan, PlanError, canonical_step_id
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "plan_to_text",
     "render_plan_text",
     "run_on_text",
+    "written_steps",
 ]
 
 
@@ -458,3 +464,20 @@ def _step(head: re.Match[str], line: str, notes: list[str]) -> dict[str, Any]:
     step: dict[str, Any] = {"id": step_id, "tool": tool.group("tool")}
     _args(step, rest[tool.end() :].strip(), step_id, notes)
     return step
+
+
+def written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
+    """The steps of a plan as the model wrote them (the one lenient JSON reader every parser
+    uses, or the text plan reader), before any normalization; None when nothing parses. What
+    a request about that plan (a judge's, a proposal's) and its calibration read."""
+    if plan_format == "text":
+        try:
+            return load_prose(text, [])[0]["steps"]
+        except PlanError:
+            return None
+    try:
+        value = lenient_json(text, [])
+    except OutputParseError:
+        return None
+    steps = value.get("steps") if isinstance(value, dict) else None
+    return steps if isinstance(steps, list) else None

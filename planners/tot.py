@@ -19,20 +19,20 @@ nothing changes.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from planarena.envs import clock
 from planarena.envs.tools import Toolbox
 from planarena.planners.base import Planner, PlannerResult, TaskView
 from planarena.planners.executor import LadderPolicy
-from planarena.planners.formats import RATE_PLAN, OutputParseError, lenient_json, parse_score
+from planarena.planners.formats import RATE_PLAN, OutputParseError, parse_score
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.llm.tokens import count_text
 from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.plan_execute import PlanFormat
-from planarena.planners.plan_prose import load_prose
+from planarena.planners.plan_prose import written_steps
 from planarena.planners.prompts import plan_system
 from planarena.planners.search_support import TokenLedger, make_executor, record_tree
 from planarena.search import beam_search_async
@@ -40,23 +40,6 @@ from pydantic import Field
 
 State = tuple[int, str]  # (level, plan text); the root is (0, "")
 T = TypeVar("T")
-
-
-def _written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
-    """The steps of a plan as the model wrote them (read with the one lenient JSON reader
-    every parser uses, or the text plan reader, before any normalization), for a request
-    about that plan."""
-    if plan_format == "text":
-        try:
-            return load_prose(text, [])[0]["steps"]
-        except PlanError:
-            return None
-    try:
-        value = lenient_json(text, [])
-    except OutputParseError:
-        return None
-    steps = value.get("steps") if isinstance(value, dict) else None
-    return steps if isinstance(steps, list) else None
 
 
 class _PlanTree:
@@ -95,7 +78,7 @@ class _PlanTree:
         if not parent[1]:
             user = f"Task: {self.task.goal}"
         else:
-            improve = _written_steps(parent[1], self.plan_format)
+            improve = written_steps(parent[1], self.plan_format)
             user = (
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
@@ -129,7 +112,7 @@ class _PlanTree:
                 ],
                 role="evaluator",
                 kind=RequestKind.RATE_PLAN,
-                context=RequestContext(plan=_written_steps(text, self.plan_format) or []),
+                context=RequestContext(plan=written_steps(text, self.plan_format) or []),
             ),
         )
         try:

@@ -26,7 +26,6 @@ from planarena.planners.formats import (
     FINISH,
     OutputParseError,
     dumps,
-    lenient_json,
     parse_action_turn,
     parse_candidates,
     parse_outcome,
@@ -37,7 +36,7 @@ from planarena.planners.formats import (
 from planarena.planners.llm.protocol import Observed
 from planarena.planners.llm.sim_belief import PLAN_MISTAKES, digest
 from planarena.planners.llm.sim_reading import step_core
-from planarena.planners.plan_prose import load_prose
+from planarena.planners.plan_prose import written_steps
 
 LINE = "line"
 # The fresh plans (written before anything ran, improving none) of each episode, by its
@@ -46,22 +45,6 @@ FRESH: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 # How a step of a plan is read when it lies past the right plan's end (no decision point of
 # the right plan): the simulator's model believes a "done" there and nothing else.
 PAST_END = "past_end"
-
-
-def written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
-    """The steps of a plan as the model wrote them (the planners' lenient JSON reader, or the
-    text plan reader), before any normalization; None when nothing parses."""
-    if plan_format == "text":
-        try:
-            return list(load_prose(text, [])[0]["steps"])
-        except Exception:  # noqa: BLE001 - any reader failure is "no plan"
-            return None
-    try:
-        value = lenient_json(text, [])
-    except OutputParseError:
-        return None
-    steps = value.get("steps") if isinstance(value, dict) else None
-    return steps if isinstance(steps, list) else None
 
 
 def _key(steps: Sequence[Any]) -> str:
