@@ -17,7 +17,7 @@ from typing import Any
 
 import simpleeval
 
-__all__ = ["ConditionError", "MAX_CONDITION_CHARS", "evaluate_condition"]
+__all__ = ["ConditionError", "MAX_CONDITION_CHARS", "evaluate_condition", "is_expression"]
 
 MAX_CONDITION_CHARS = 500
 """Longer conditions are rejected before parsing (bounds parse time and recursion)."""
@@ -253,6 +253,18 @@ def _checked_tree(text: str) -> ast.expr:
 # One evaluator, its context swapped per call: building a SimpleEval dominates the cost of a
 # condition otherwise. Evaluation is synchronous, so no other condition can interleave.
 _EVALUATOR: _ConditionEval | None = None
+
+
+def is_expression(text: object) -> bool:
+    """Whether ``text`` is a condition the executor can evaluate at all (a string of the
+    allowed expression forms), whatever the context: a condition written in words is not."""
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_CONDITION_CHARS:
+        return False
+    try:
+        _checked_tree(text.strip())
+    except ConditionError:
+        return False
+    return True
 
 
 def evaluate_condition(expr: str, context: Mapping[str, Any]) -> bool:

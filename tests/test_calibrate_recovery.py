@@ -112,3 +112,16 @@ def test_no_trap_on_offer_is_not_identified(tmp_path: Path) -> None:
     assert est["p_trap"].reason == "no trap was ever on offer"
     assert not est["p_malformed_text"].identified
     assert "text" in est["p_malformed_text"].reason
+
+
+def test_conditions_in_words_recovered(tmp_path: Path) -> None:
+    """``p_prose_condition`` is a rate per written condition, from every freshly written
+    plan (a whole plan, a replan); a run with none written says so."""
+    truth = {"p_prose_condition": 0.2}
+    run = sim_run(tmp_path / "run", 6, truth, env="[report]", planners="[plan_execute_replan]")
+    est = fitted(run, boot=200)["p_prose_condition"]
+    assert est.identified and est.lo is not None and est.hi is not None
+    assert est.lo <= 0.2 <= est.hi, (est.value, est.lo, est.hi)
+    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
+    none = fitted(react, boot=20)["p_prose_condition"]
+    assert not none.identified and none.reason == "no written plan step carried a condition"

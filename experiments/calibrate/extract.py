@@ -15,6 +15,8 @@ Rows (``quantity``):
   options the answer is, ``n_subtle`` / ``n_missed`` the reading);
 - ``malformed`` (``format`` action, candidates, plan_json, steps_json), ``sloppy_json``,
   ``malformed_text``, ``sloppy_text``: 0/1 per answer;
+- ``prose_condition``: 0/1 per condition a freshly written plan carries (1: words, no
+  expression);
 - ``right_move``, ``trap``, ``persist``, ``miss_signal``: descriptive 0/1 rates for the report
   (the attentive reading's classification; the fits use ``choice`` rows).
 """
@@ -28,6 +30,7 @@ from typing import Any
 from planarena.envs.oracle import GoldStep, Obs
 from planarena.experiments.calibrate.oracle_view import ActionPoint, OracleView
 from planarena.experiments.calibrate.registry import Decision, Row, register_extractor
+from planarena.planners.conditions import is_expression
 from planarena.planners.formats import (
     OutputParseError,
     parse_action_turn,
@@ -225,9 +228,27 @@ def extract_plan(d: Decision) -> list[Row]:
         rows = [d.row("malformed", int(steps is None), format="plan_json")]
         if steps is not None:
             rows.append(d.row("sloppy_json", int(sloppy), format="plan_json"))
-    if steps is None or not fresh(d) or (ctx is not None and ctx.plan is not None):
-        return rows  # a revision of a candidate plan keeps steps: not a fresh decision
+    if steps is None or (ctx is not None and ctx.plan is not None):
+        return rows  # a revision of a candidate plan keeps steps: not freshly written
+    rows += prose_condition_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
+    if not fresh(d):
+        return rows
     return rows + _plan_rows(d, steps)
+
+
+def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
+    """One 0/1 row per pre- or post-condition the plan's steps carry: 1 when it is no
+    expression the executor can evaluate (written in words)."""
+    rows = []
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        for field in ("pre_conditions", "post_conditions"):
+            written = step.get(field) or []
+            for condition in written if isinstance(written, list) else [written]:
+                prose = int(not is_expression(condition))
+                rows.append(d.row("prose_condition", prose, format=fmt))
+    return rows
 
 
 def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
@@ -239,7 +260,7 @@ def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
     subtle = view.subtle_keys(obs, flagged)
     failed = next((o for o in reversed(obs) if o.key == failed_id), None)
     can_persist = failed is not None and failed.error is not None and failed.error != "precondition"
-    first = Decider._first_free_number(obs, ctx) if obs else 1  # noqa: SLF001
+    first = Decider._first_free_number(obs, ctx) if ctx is not None else 1  # noqa: SLF001
     unit = next(_units)
     rows: list[Row] = []
     branch = 0

@@ -602,6 +602,7 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         ("sloppy_json", "p_sloppy_json", "no Plan JSON was ever asked for"),
         ("malformed_text", "p_malformed_text", "no plan was ever asked as text"),
         ("sloppy_text", "p_sloppy_text", "no plan was ever asked as text"),
+        ("prose_condition", "p_prose_condition", "no written plan step carried a condition"),
     )
     for quantity, parameter, absent in specs:
         rows = table[table["quantity"] == quantity]

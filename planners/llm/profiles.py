@@ -32,6 +32,9 @@ class SkillProfile(BaseModel):
     # text) comes out as one run-on paragraph, no numbered steps: no reader can use it
     p_sloppy_text: float = Field(0.05, ge=0, le=1)  # a text plan half-follows its format
     # (markdown, "Step n:" headers, label synonyms): read leniently, counted as repaired
+    p_prose_condition: float = Field(0.0, ge=0, le=1)  # a pre- or post-condition of a plan
+    # step written in words, not as an expression the executor can evaluate (each condition
+    # written); the executor refuses it: plan_logic_error, as for a real model's
     evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise (grows with
     # the prompt like the error rate)
     rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
@@ -81,6 +84,7 @@ class SkillProfile(BaseModel):
                 "p_sloppy_json": up(self.p_sloppy_json),
                 "p_malformed_text": up(self.p_malformed_text),
                 "p_sloppy_text": up(self.p_sloppy_text),
+                "p_prose_condition": up(self.p_prose_condition),
                 "evaluator_noise": self.evaluator_noise * factor,
                 "rollout_optimism": up(self.rollout_optimism),
                 "p_miss_signal": up(self.p_miss_signal),

@@ -297,7 +297,21 @@ class Decider:
             rendered["pre_conditions"] = list(step.pre)
         elif kind == "unchecked":
             rendered["post_conditions"] = []
-        return rendered, False
+        return self._worded(rendered), False
+
+    def _worded(self, rendered: dict[str, Any]) -> dict[str, Any]:
+        """The step's conditions as written: each, with ``p_prose_condition``, in words the
+        executor cannot evaluate (a format slip, like a sloppy JSON; no draw at 0)."""
+        p = self.skill.p_prose_condition
+        if p <= 0:
+            return rendered
+        for field in ("pre_conditions", "post_conditions"):
+            written = rendered.get(field) or []
+            rendered[field] = [
+                in_words(field, rendered.get("tool"), c) if self.rng.random() < p else c
+                for c in written
+            ]
+        return rendered
 
     def plan(self, context: RequestContext) -> str:
         """A Plan JSON for what remains after the execution log (a first plan, a replan, or a
@@ -320,7 +334,7 @@ class Decider:
             gold = trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
-        first = self._first_free_number(obs, context) if obs else 1
+        first = self._first_free_number(obs, context)  # after every id the request shows
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
         old = context.plan
         steps: list[dict[str, Any]] = []
@@ -508,3 +522,12 @@ class Decider:
         _, believed = self._plan_values(steps)
         success = believed or self.rng.random() < self.skill.rollout_optimism
         return f"Outcome: {'success' if success else 'failure'}"
+
+
+def in_words(field: str, tool: object, condition: str) -> str:
+    """A condition as a model writes it in words instead of an expression (what a small real
+    model does: "The search engine is slow and its own API key")."""
+    del condition  # the words say what it meant, not how to test it
+    if field == "pre_conditions":
+        return f"the inputs of {tool} are ready before it runs"
+    return f"the result of {tool} is what the task needs"
