@@ -31,8 +31,8 @@ MECHANISMS: Mapping[str, str] = {
     "(the plan's checks that would flag it), judge_accuracy (a judge accepting it)",
     "hallucinated_tool_call": "w_hallucinate (among wrong decisions, inventing a tool) and "
     "p_correct (how often a decision is wrong at all)",
-    "plan_logic_error": "p_prose_condition (a step's condition written in words the executor "
-    "cannot evaluate), w_dependency (among wrong decisions, forgetting a dependency) and "
+    "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency), "
+    "p_prose_condition (a step's condition written in words the executor cannot evaluate) and "
     "p_correct (how often a decision is wrong at all)",
     "precondition_unverified": "w_premise (a guessed argument), w_unchecked (an omitted "
     "post-condition), and p_correct (how often a decision is wrong at all)",
