@@ -255,13 +255,24 @@ def _checked_tree(text: str) -> ast.expr:
 _EVALUATOR: _ConditionEval | None = None
 
 
+def _parsed(expr: object) -> tuple[str, ast.expr]:
+    """(the stripped text, its whitelisted tree); whatever the executor refuses to read
+    raises, whatever the context."""
+    if not isinstance(expr, str):
+        raise ConditionError(f"condition must be a string, got {type(expr).__name__}")
+    if len(expr) > MAX_CONDITION_CHARS:
+        raise ConditionError(f"condition longer than {MAX_CONDITION_CHARS} characters")
+    text = expr.strip()
+    if not text:
+        raise ConditionError("empty condition")
+    return text, _checked_tree(text)
+
+
 def is_expression(text: object) -> bool:
-    """Whether ``text`` is a condition the executor can evaluate at all (a string of the
-    allowed expression forms), whatever the context: a condition written in words is not."""
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_CONDITION_CHARS:
-        return False
+    """Whether ``text`` is a condition the executor can evaluate at all, whatever the
+    context: a condition written in words is not."""
     try:
-        _checked_tree(text.strip())
+        _parsed(text)
     except ConditionError:
         return False
     return True
@@ -270,14 +281,7 @@ def is_expression(text: object) -> bool:
 def evaluate_condition(expr: str, context: Mapping[str, Any]) -> bool:
     """Evaluate one condition against `context`; anything unsafe or non-bool raises."""
     global _EVALUATOR
-    if not isinstance(expr, str):
-        raise ConditionError(f"condition must be a string, got {type(expr).__name__}")
-    if len(expr) > MAX_CONDITION_CHARS:
-        raise ConditionError(f"condition longer than {MAX_CONDITION_CHARS} characters")
-    text = expr.strip()
-    if not text:
-        raise ConditionError("empty condition")
-    tree = _checked_tree(text)
+    text, tree = _parsed(expr)
     if _EVALUATOR is None:
         _EVALUATOR = _ConditionEval({})
     evaluator = _EVALUATOR

@@ -25,7 +25,7 @@ def _perfect(p: float) -> SkillProfile:
 
 def test_words_are_no_expression_and_expressions_are() -> None:
     for field in ("pre_conditions", "post_conditions"):
-        assert not is_expression(in_words(field, "search_web", "step_1.status == success"))
+        assert not is_expression(in_words(field, "search_web"))
     assert not is_expression("The search engine is slow and its own API key")
     assert is_expression("step_1.status == success")
     assert is_expression("remaining_budget_usd > 0.10")

@@ -308,7 +308,7 @@ class Decider:
         for field in ("pre_conditions", "post_conditions"):
             written = rendered.get(field) or []
             rendered[field] = [
-                in_words(field, rendered.get("tool"), c) if self.rng.random() < p else c
+                in_words(field, rendered.get("tool")) if self.rng.random() < p else c
                 for c in written
             ]
         return rendered
@@ -524,10 +524,9 @@ class Decider:
         return f"Outcome: {'success' if success else 'failure'}"
 
 
-def in_words(field: str, tool: object, condition: str) -> str:
-    """A condition as a model writes it in words instead of an expression (what a small real
-    model does: "The search engine is slow and its own API key")."""
-    del condition  # the words say what it meant, not how to test it
+def in_words(field: str, tool: object) -> str:
+    """A condition of a step as a model writes it in words instead of an expression (what a
+    small real model does: "The search engine is slow and its own API key")."""
     if field == "pre_conditions":
         return f"the inputs of {tool} are ready before it runs"
     return f"the result of {tool} is what the task needs"
