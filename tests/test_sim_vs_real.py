@@ -18,9 +18,11 @@ from planarena.experiments.studies.sim_vs_real import held_out
 from planarena.experiments.studies.sim_vs_real_config import Settings, mirror_into, profile_of
 from planarena.experiments.studies.sim_vs_real_report import compare, verdict
 from planarena.experiments.studies.sim_vs_real_stats import (
+    MEAN_ROW,
     MECHANISMS,
     common_tasks,
     completion_gaps,
+    failure_distance,
     kendall_tau_b,
     kendall_tau_b_rows,
     on_tasks,
@@ -129,6 +131,8 @@ def test_against_the_profile_that_made_the_run_the_comparison_is_exact(
     assert "predicts this model's ranking of the planners by completion (exactly" in md
     assert (t["verdict"] == "agrees").all()
     assert "No failure mode's share differs" in (out / "sim_vs_real.md").read_text()
+    assert (t["failure_distance"] == 0).all() and (t["failure_p_value"] == 1).all()
+    assert "No planner's mix differs beyond chance." in md
     for name in ("sim_vs_real.png", "sim_vs_real-1col.png", "sim_vs_real.pdf"):
         assert (out / "figures" / name).stat().st_size > 1000
     # the job ran the real run's settings, though its overrides named none of them
@@ -352,6 +356,62 @@ def test_when_nothing_completes_the_token_ranking_is_still_compared(tmp_path: Pa
     c = compare(reversed_, real, list(spent), s, seed=0)
     assert c.taus["tokens"]["tau"] == -1.0
     assert "predicts none of this model's rankings" in verdict(c)[0]
+
+
+def _moded(mixes: dict[str, list[str]], n_tasks: int, seed: int) -> pd.DataFrame:
+    """Synthetic records: each planner's episode of each task ends in a mode drawn from its
+    list (uniformly; repeat a mode to weight it)."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {
+            "planner": p,
+            "env": "e",
+            "complexity": "simple",
+            "task_id": f"e-simple-{2 * i + 1:04d}",
+            "failure_mode": str(rng.choice(modes)),
+        }
+        for p, modes in mixes.items()
+        for i in range(n_tasks)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_failure_mode_distance_is_zero_for_one_mix_and_one_for_disjoint_mixes() -> None:
+    real = _moded({"a": ["x"], "b": ["x", "y"]}, 10, seed=1)
+    same = failure_distance({"real": real, "sim": real}, ["a", "b"], ["x", "y"], seed=0, n_boot=200)
+    assert (same["distance"] == 0).all() and (same["p_value"] == 1).all()
+    other = _moded({"a": ["y"], "b": ["z"]}, 10, seed=2)
+    far = failure_distance(
+        {"real": real, "sim": other}, ["a", "b"], ["x", "y", "z"], seed=0, n_boot=200
+    ).set_index("planner")
+    assert far.at["a", "distance"] == 1.0 and far.at["b", "distance"] == 1.0
+    assert far.at[MEAN_ROW, "distance"] == 1.0
+    assert (far["distance"] > far["chance_95"]).all() and (far["p_value"] < 0.01).all()
+
+
+def test_two_samples_of_one_mix_differ_only_by_chance_and_two_mixes_beyond_it() -> None:
+    """The chance column is a valid test: samples of one mix (12 tasks, the shipped recording's
+    held-out count) are rarely beyond it, while two different mixes usually are. Without the
+    paired swap, chance would be the observed distance itself and nothing would ever count."""
+    mix = ["x", "x", "y", "z"]
+    false_alarms = power = 0
+    trials = 40
+    for seed in range(trials):
+        real = _moded({"a": mix, "b": mix}, 12, seed=2 * seed)
+        sim = _moded({"a": mix, "b": mix}, 12, seed=2 * seed + 1)
+        d = failure_distance(
+            {"real": real, "sim": sim}, ["a", "b"], ["x", "y", "z"], seed=seed, n_boot=400
+        )
+        false_alarms += int(d.iloc[-1]["p_value"] <= 0.05)
+        shifted = _moded(
+            {"a": ["y", "z", "z", "z"], "b": ["y", "y", "y", "z"]}, 12, seed=2 * seed + 1
+        )
+        d = failure_distance(
+            {"real": real, "sim": shifted}, ["a", "b"], ["x", "y", "z"], seed=seed, n_boot=400
+        )
+        power += int(d.iloc[-1]["p_value"] <= 0.05)
+    assert false_alarms <= 0.15 * trials, false_alarms
+    assert power >= 0.8 * trials, power
 
 
 def test_a_real_model_answered_every_role_so_no_role_is_simulated_weaker() -> None:

@@ -13,10 +13,12 @@ import pandas as pd
 from planarena.experiments.records import EPISODES, load_records, measured
 from planarena.experiments.studies.sim_vs_real_config import Settings, split
 from planarena.experiments.studies.sim_vs_real_stats import (
+    MEAN_ROW,
     RANKED_BY,
     common_tasks,
     completion_gaps,
     disagreements,
+    failure_distance,
     failure_modes,
     on_tasks,
     repeats,
@@ -58,6 +60,9 @@ class Comparison:
     first, the same as :attr:`tau`)."""
     taus_fit: dict[str, dict[str, Any]]
     """The same on the fitted half."""
+    distance: pd.DataFrame
+    """Per planner (and their mean), the total-variation distance between the two failure-mode
+    mixes, its interval and what chance gives (:func:`failure_distance`)."""
 
 
 def compare(
@@ -84,6 +89,7 @@ def compare(
         fit["real"], fit["sim"], present, tokens, seed=seed, n_boot=s.n_boot, label="fit"
     )
     disagree = disagreements(table, modes, top=s.top_gaps, min_gap=s.min_gap)
+    distance = failure_distance(held, present, modes, seed=seed, n_boot=s.n_boot)
     return Comparison(
         table,
         gaps,
@@ -100,6 +106,7 @@ def compare(
         level,
         taus,
         taus_fit,
+        distance,
     )
 
 
@@ -125,6 +132,12 @@ def write_comparison(
     c = compare(records, real, order, s, seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = c.table.merge(c.gaps, on="planner", how="left")
+    per_planner = c.distance[c.distance["planner"] != MEAN_ROW]
+    csv = csv.merge(
+        per_planner.add_prefix("failure_").rename(columns={"failure_planner": "planner"}),
+        on="planner",
+        how="left",
+    )
     csv.insert(2, "tokens_basis", c.tokens)
     for name, t in c.taus.items():  # study-wide: the same on every row
         for key, suffix in (("tau", ""), ("tau_lo", "_lo"), ("tau_hi", "_hi")):
@@ -286,6 +299,9 @@ def verdict(c: Comparison) -> list[str]:
             )
             + "."
         )
+    distance_line = distance_verdict(c)
+    if distance_line:
+        lines.append(distance_line)
     if not c.disagree.empty:
         top = c.disagree.reindex(c.disagree["gap"].abs().sort_values(ascending=False).index)
         counts = top["failure_mode"].value_counts()
@@ -298,6 +314,41 @@ def verdict(c: Comparison) -> list[str]:
             f"{top[top['failure_mode'] == mode]['mechanism'].iloc[0]}."
         )
     return lines
+
+
+def _distance_cells(dist: pd.DataFrame, planner: str) -> list[str]:
+    if planner not in dist.index:
+        return ["–", "–"]
+    d = dist.loc[planner]
+    return [
+        f"{100 * d['distance']:.0f} [{100 * d['distance_lo']:.0f}, {100 * d['distance_hi']:.0f}]",
+        f"{100 * d['chance_95']:.0f}",
+    ]
+
+
+def _p_value(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def distance_verdict(c: Comparison) -> str | None:
+    """One line: how far the failure-mode mixes are, against chance, and for how many
+    planners the gap is beyond it."""
+    dist = c.distance.set_index("planner")
+    if MEAN_ROW not in dist.index:
+        return None
+    mean = dist.loc[MEAN_ROW]
+    per = dist.drop(index=MEAN_ROW)
+    beyond = per[per["distance"] > per["chance_95"]]
+    text = (
+        f"- Failure modes: the real and simulated mixes are {100 * mean['distance']:.0f} pp "
+        f"apart on average [{100 * mean['distance_lo']:.0f}, {100 * mean['distance_hi']:.0f}] "
+        f"(total variation); chance alone stays under {100 * mean['chance_95']:.0f} pp "
+        f"({_p_value(mean['p_value'])})."
+    )
+    if beyond.empty:
+        return text + " No planner's mix differs beyond chance."
+    names = ", ".join(str(p) for p in beyond.index)
+    return text + f" Beyond chance for {len(beyond)} of {len(per)} planners: {names}."
 
 
 def markdown(c: Comparison, s: Settings) -> str:
@@ -357,13 +408,29 @@ def markdown(c: Comparison, s: Settings) -> str:
         "",
         "## Failure modes (share of the planner's held-out episodes, real / sim)",
         "",
-        "| planner | " + " | ".join(f"`{m}`" for m in failing) + " |",
-        "| --- |" + " ---: |" * len(failing),
+        "*Distance* is the total-variation distance between the two mixes, completion "
+        "included (0: the same shares; 100 pp: no mode in common), with its paired task-"
+        "bootstrap 95 % interval. *Chance* is the distance that swapping each task's real and "
+        "simulated episodes at random stays under 95 % of the time: at this many episodes two "
+        "samples of one mix are that far apart, so only a distance above it says the mixes "
+        "differ.",
+        "",
+        "| planner | "
+        + " | ".join(f"`{m}`" for m in failing)
+        + " | distance, pp [95 % CI] | chance, pp |",
+        "| --- |" + " ---: |" * len(failing) + " --- | ---: |",
     ]
+    dist = c.distance.set_index("planner")
     for p in c.planners:
         r, m = by[(p, "real")], by[(p, "sim")]
         cells = [f"{_pct(r[f'share_{k}'])} / {_pct(m[f'share_{k}'])}" for k in failing]
+        cells += _distance_cells(dist, p)
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    if MEAN_ROW in dist.index:
+        blank = ["" for _ in failing]
+        lines.append(
+            f"| {MEAN_ROW} | " + " | ".join([*blank, *_distance_cells(dist, MEAN_ROW)]) + " |"
+        )
     lines += [
         "",
         "## Where they disagree",

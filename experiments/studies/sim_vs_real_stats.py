@@ -430,3 +430,86 @@ def disagreements(
             "mechanism",
         ],
     )
+
+
+# --------------------------------------------------------------------------- failure-mode mix
+
+MEAN_ROW = "(mean over planners)"
+"""The ``planner`` of :func:`failure_distance`'s summary row."""
+
+
+def _mode_counts(
+    df: pd.DataFrame, planner: str, tasks: Sequence[str], modes: Sequence[str]
+) -> FloatArray:
+    """Tasks x modes: how many of ``planner``'s episodes of each task ended in each mode."""
+    part = df[df["planner"].astype(str) == planner]
+    table = pd.crosstab(task_key(part), part["failure_mode"].astype(str))
+    return table.reindex(index=list(tasks), columns=list(modes), fill_value=0).to_numpy(float)
+
+
+def total_variation(real: FloatArray, sim: FloatArray) -> FloatArray:
+    """Half the L1 distance between the mode mixes of two count arrays (modes on the last
+    axis): 0 when the shares are equal, 1 when no mode is in both."""
+    p = real / real.sum(-1, keepdims=True)
+    q = sim / sim.sum(-1, keepdims=True)
+    return 0.5 * np.abs(p - q).sum(-1)
+
+
+def failure_distance(
+    sources: Mapping[str, pd.DataFrame],
+    planners: Sequence[str],
+    modes: Sequence[str],
+    *,
+    seed: int,
+    n_boot: int,
+) -> pd.DataFrame:
+    """Per planner, how far the simulator's failure-mode mix is from the real one: the
+    total-variation distance of the shares (``none``, completion, is a mode), its paired
+    task-bootstrap 95 % interval, and what chance alone gives. Chance is a paired permutation:
+    each task's real and simulated episodes swap sources with probability 1/2, which is
+    exchangeable when the two come from one distribution; ``chance_95`` is that distance's
+    95th percentile and ``p_value`` the share of permutations at least as far as observed
+    (plus one). A small sample is far apart by chance alone (12 episodes from one mix rarely
+    match), so a distance means something only above ``chance_95``. The last row is the mean
+    over the planners, resampled with the same tasks."""
+    tasks = common_tasks(sources, planners)
+    columns = ["planner", "distance", "distance_lo", "distance_hi", "chance_95", "p_value"]
+    if not tasks or not planners:
+        return pd.DataFrame(columns=columns)
+    real = np.stack([_mode_counts(sources["real"], p, tasks, modes) for p in planners])
+    sim = np.stack([_mode_counts(sources["sim"], p, tasks, modes) for p in planners])
+    observed = total_variation(real.sum(1), sim.sum(1))  # per planner
+    boot = np.concatenate(
+        [
+            total_variation(np.einsum("bt,ptm->bpm", w, real), np.einsum("bt,ptm->bpm", w, sim))
+            for w in task_weights(
+                boot_rng(seed, "sim_vs_real", "failure_distance", "bootstrap"),
+                len(tasks),
+                n_boot,
+                per_row=real.size,
+            )
+        ]
+    )
+    swap = boot_rng(seed, "sim_vs_real", "failure_distance", "chance").integers(
+        0, 2, size=(n_boot, len(tasks))
+    )
+    moved = np.einsum("bt,ptm->bpm", swap.astype(float), sim - real)
+    chance = total_variation(real.sum(1)[None] + moved, sim.sum(1)[None] - moved)
+    rows = []
+    for i, name in enumerate([*planners, MEAN_ROW]):
+        if name == MEAN_ROW:
+            obs, b, c = observed.mean(), boot.mean(1), chance.mean(1)
+        else:
+            obs, b, c = observed[i], boot[:, i], chance[:, i]
+        lo, hi = percentile_interval(b, 0.95)
+        rows.append(
+            {
+                "planner": name,
+                "distance": float(obs),
+                "distance_lo": lo,
+                "distance_hi": hi,
+                "chance_95": float(np.percentile(c, 95)),
+                "p_value": float((1 + np.sum(c >= obs - 1e-12)) / (1 + c.size)),
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
