@@ -8,6 +8,7 @@ import dataclasses
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from conftest import BIN
@@ -213,3 +214,62 @@ def test_the_roles_error_scale_enters_the_likelihood() -> None:
     rows = pd.DataFrame({"task": tasks, "outcome": outcome, "error_scale": 1.5})
     est = fit.scaled_bernoulli(rows, "p_malformed", FitOptions(boot=50), absent="-")
     assert est.value is not None and abs(est.value - 0.2) < 0.02
+
+
+def test_a_coordinate_stopped_just_short_of_its_edge_counts_as_on_it() -> None:
+    """The optimiser stops near a bound, never on it. A coordinate left free there is stepped
+    by every resample's Newton step through the coordinates correlated with it, which once
+    put a per-kind ``p_persist`` of 0.93 at an interval of [0, 0.025]."""
+    from planarena.experiments.calibrate.fit import LOWER, PARAMS, UPPER, at_edge
+
+    x = (LOWER + UPPER) / 2
+    i = PARAMS.index("systematic_share")
+    x[i] = UPPER[i] - 4e-8  # where the shipped recording's fit stopped
+    g = np.zeros(len(PARAMS))
+    g[i] = 37.7  # the likelihood still rises towards the edge
+    assert at_edge(x, g)[i]
+    g[i] = -37.7  # it falls towards the edge: an interior maximum, stepped as usual
+    assert not at_edge(x, g)[i]
+    x[i] = LOWER[i] + 4e-8
+    assert at_edge(x, g)[i]
+    assert not at_edge((LOWER + UPPER) / 2, g).any()
+
+
+def test_a_plan_is_malformed_when_the_planners_parser_refuses_it(sim_run: Path) -> None:
+    """The fit reads a plan as the planner does: JSON with a ``steps`` list whose step has no
+    tool (the shipped real model's commonest plan) is malformed output, as the executor
+    records it; a plan that parses with a logic error (a dependency on no step) is not, and
+    its steps are decisions."""
+    for d in observe(sim_run, split="all"):
+        if d.kind != "plan" or d.occurrence or d.context is None or d.context.plan is not None:
+            continue
+        tool = sorted(d.view.tool_names())[0]
+        no_tool = dumps({"goal": "g", "steps": [{"id": "step_1", "args": {}}]})
+        rows = extract.extract_plan(dataclasses.replace(d, text=no_tool))
+        assert [(r["quantity"], r["outcome"]) for r in rows] == [("malformed", 1)]
+        step = {"id": "step_1", "tool": tool, "args": {}, "depends_on": ["step_9"]}
+        logic = dumps({"goal": "g", "steps": [step]})
+        rows = extract.extract_plan(dataclasses.replace(d, text=logic))
+        assert [r["outcome"] for r in rows if r["quantity"] == "malformed"] == [0]
+        assert any(r["quantity"] == "choice" for r in rows)
+        return
+    pytest.fail("no fresh plan decision in the run")
+
+
+def test_a_candidate_step_is_malformed_when_it_cannot_enter_a_plan(tmp_path: Path) -> None:
+    """``propose_steps``: a first candidate the plan parser refuses (a whole plan echoed
+    back as the step, as the shipped real model answers) is malformed output; a step, or
+    the marker that the plan is complete, is not."""
+    run = tmp_path / "run"
+    cmd = [str(BIN / "planarena"), "planner=[bfs]", "env=[report]", "n_tasks=1",
+           "complexity=[simple]", "progress=false", "figures=false",
+           f"hydra.run.dir={run}"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+    d = next(d for d in observe(run, split="all") if d.kind == "propose_steps")
+    tool = sorted(d.view.tool_names())[0]
+    echoed = dumps([{"goal": "g", "steps": [{"id": "step_1", "tool": tool, "args": {}}]}])
+    rows = extract.extract_propose_steps(dataclasses.replace(d, text=echoed))
+    assert [(r["quantity"], r["outcome"]) for r in rows] == [("malformed", 1)]
+    for fine in ([{"id": "step_1", "tool": tool, "args": {}}], [{"done": True}]):
+        rows = extract.extract_propose_steps(dataclasses.replace(d, text=dumps(fine)))
+        assert [r["outcome"] for r in rows if r["quantity"] == "malformed"] == [0], fine

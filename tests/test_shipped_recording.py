@@ -10,6 +10,7 @@ recording must be made again (docs/local-models.md says how).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,18 @@ def _check(replayed: list[dict[str, object]], ignore: tuple[str, ...] = ()) -> N
     assert recording.differences(recorded, replayed, ignore) == []
 
 
+def _recorded_tasks_per_cell() -> int:
+    overrides = recording.recorded_overrides(RECORDING)
+    return int(next(o.split("=", 1)[1] for o in overrides if o.startswith("n_tasks=")))
+
+
 def test_a_subset_of_the_shipped_recording_replays_exactly(tmp_path: Path) -> None:
     """Three planners of different kinds on one family: a ReAct transcript, a plan with its
     replans, a tree search (the k-th identical request is the k-th cached reply)."""
     subset = ["planner=[react,plan_execute_replan,tot]", "env=report"]
     replayed = recording.replay(RECORDING, tmp_path / "replay", subset)
-    assert len(replayed) == 3 * 3 * 2  # planners x complexities x tasks per cell
+    tasks_per_cell = _recorded_tasks_per_cell()
+    assert len(replayed) == 3 * 3 * tasks_per_cell  # planners x complexities x tasks per cell
     _check(replayed, ignore=("config_id",))
 
 
@@ -40,3 +47,26 @@ def test_the_whole_shipped_recording_replays_exactly(tmp_path: Path) -> None:
     replayed = recording.replay(RECORDING, tmp_path / "replay")
     assert len(replayed) == len(recording.recorded_episodes(RECORDING))
     _check(replayed)
+
+
+@pytest.mark.slow  # replays the fit split and fits it: about 20 s
+def test_the_shipped_profile_is_what_calibration_fits_and_each_estimate_is_in_its_interval(
+    tmp_path: Path,
+) -> None:
+    """``profile.yaml`` is reproducible from the run and its cache with the command its
+    README gives, and no estimate of any group lies outside its own interval."""
+    from planarena.experiments.calibrate.cli import main
+
+    out, report = tmp_path / "profile.yaml", tmp_path / "fit.md"
+    with recording.unpacked_cache(RECORDING) as cache:
+        argv = [str(RECORDING / "run"), "--cache", str(cache), "--name", "qwen2.5-coder-0.5b",
+                "--out", str(out), "--report", str(report)]  # fmt: skip
+        assert main(argv) == 0
+    body = [line for line in out.read_text().splitlines() if not line.startswith("#")]
+    shipped = (RECORDING / "profile.yaml").read_text().splitlines()
+    assert body == [line for line in shipped if not line.startswith("#")]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \| ([-\d.]+) \| \[([-\d.]+), ([-\d.]+)\]",
+                      report.read_text(), re.M)  # fmt: skip
+    assert len(rows) > 30
+    outside = [r for r in rows if not float(r[3]) - 1e-3 <= float(r[2]) <= float(r[4]) + 1e-3]
+    assert outside == []

@@ -31,8 +31,10 @@ from planarena.envs.oracle import GoldStep, Obs
 from planarena.experiments.calibrate.oracle_view import ActionPoint, OracleView
 from planarena.experiments.calibrate.registry import Decision, Row, register_extractor
 from planarena.planners.conditions import is_expression
+from planarena.planners.executor import MALFORMED_REASONS
 from planarena.planners.formats import (
     OutputParseError,
+    dumps,
     parse_action_turn,
     parse_candidates,
     parse_step_candidates,
@@ -40,7 +42,7 @@ from planarena.planners.formats import (
 from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_reading import step_core
-from planarena.planners.plan import PlanError
+from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_text import load_json
 
@@ -228,12 +230,27 @@ def extract_plan(d: Decision) -> list[Row]:
         rows = [d.row("malformed", int(steps is None), format="plan_json")]
         if steps is not None:
             rows.append(d.row("sloppy_json", int(sloppy), format="plan_json"))
+    if steps is not None and planner_refuses(d.text, d.view.tool_names(), fmt):
+        rows[0]["outcome"] = 1  # it reads as steps, but the planner's parser refuses it
+        return rows[:1]
     if steps is None or (ctx is not None and ctx.plan is not None):
         return rows  # a revision of a candidate plan keeps steps: not freshly written
     rows += prose_condition_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
     if not fresh(d):
         return rows
     return rows + _plan_rows(d, steps)
+
+
+def planner_refuses(text: str, tools: Sequence[str] | frozenset[str], plan_format: str) -> bool:
+    """Whether the planner's own parser refuses ``text`` as malformed output (the executor's
+    :data:`MALFORMED_REASONS`: a step with no tool, an id that is not one). The fit reads an
+    answer as the planner does, so a plan the planner cannot use is malformed here too, as the
+    simulator's malformed draw is; a plan that parses with a logic error is not."""
+    try:
+        parse_plan(text, tools, plan_format=plan_format)
+    except PlanError as err:
+        return err.reason in MALFORMED_REASONS
+    return False
 
 
 def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
@@ -358,6 +375,11 @@ def extract_propose_steps(d: Decision) -> list[Row]:
     try:
         candidates = parse_step_candidates(d.text)
     except OutputParseError:
+        return [d.row("malformed", 1, format="steps_json")]
+    first = candidates[0] if candidates else {"done": True}
+    if not first.get("done") and planner_refuses(
+        dumps({"goal": "", "steps": [first]}), d.view.tool_names(), "json"
+    ):  # the step the belief wrote cannot enter a plan (a done marker is no step)
         return [d.row("malformed", 1, format="steps_json")]
     rows = [d.row("malformed", 0, format="steps_json")]
     if not candidates or not fresh(d) or d.context is None:

@@ -349,11 +349,20 @@ def task_derivatives(c: Choices, x: np.ndarray, h: float = 1e-4) -> tuple[np.nda
     return g0, hess
 
 
+EDGE_TOLERANCE = 1e-5
+"""How close to an edge, as a share of the coordinate's range, the optimiser's stopping point
+counts as on it: it stops within about 1e-7 of a probability's bound, never exactly there."""
+
+
 def at_edge(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     """The coordinates held at an edge of their range by the data (the likelihood still
-    rises beyond it): a maximum there is not a stationary point, so they are not stepped."""
-    low = (x <= LOWER + 1e-9) & (g < 0)
-    high = (x >= UPPER - 1e-9) & (g > 0)
+    rises beyond it): a maximum there is not a stationary point, so they are not stepped.
+    One left free just inside its edge would be stepped through every coordinate it is
+    correlated with (the bootstrap of a per-kind p_persist once sat at 0 in 39 of 40
+    resamples, its estimate 0.93, because systematic_share stopped 4e-8 short of 1)."""
+    tol = EDGE_TOLERANCE * (UPPER - LOWER)
+    low = (x <= LOWER + tol) & (g < 0)
+    high = (x >= UPPER - tol) & (g > 0)
     return low | high
 
 
@@ -376,7 +385,7 @@ def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92) -> tupl
     """For a coordinate at an edge: from the edge to where the log-likelihood, the others
     held, has fallen by ``drop`` (1.92: a one-sided 95 % likelihood bound)."""
     base = loglik(c, _from_x(x))
-    inward = 1.0 if x[i] <= LOWER[i] + 1e-9 else -1.0
+    inward = 1.0 if x[i] - LOWER[i] <= UPPER[i] - x[i] else -1.0  # from the nearer edge
     lo, hi = 0.0, UPPER[i] - LOWER[i]
     for _ in range(40):
         mid = (lo + hi) / 2
