@@ -27,6 +27,12 @@ class SkillProfile(BaseModel):
     w_unchecked: float = Field(1.0, ge=0)  # ... in a plan: omits a step's post-conditions
     p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair (every
     # answer but a plan asked as text: a Plan JSON, an Action Input, scores, steps)
+    # the same per output format, where a model differs by what it is asked to write (None:
+    # p_malformed); a judge's scores and a reflection keep p_malformed
+    p_malformed_action: float | None = Field(None, ge=0, le=1)  # a ReAct turn
+    p_malformed_candidates: float | None = Field(None, ge=0, le=1)  # candidate actions
+    p_malformed_plan: float | None = Field(None, ge=0, le=1)  # a Plan JSON (plan, replan)
+    p_malformed_steps: float | None = Field(None, ge=0, le=1)  # candidate next plan steps
     p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
     p_malformed_text: float = Field(0.01, ge=0, le=1)  # a plan asked as text (plan_format
     # text) comes out as one run-on paragraph, no numbered steps: no reader can use it
@@ -62,6 +68,13 @@ class SkillProfile(BaseModel):
         """Chance a decision is wrong, growing with the prompt's length."""
         return min(0.95, (1.0 - self.p_correct) * (1.0 + prompt_tokens / self.context_scale_tokens))
 
+    def malformed_rate(self, output_format: str | None = None) -> float:
+        """The chance an answer in ``output_format`` (:data:`MALFORMED_FORMATS`) comes out
+        beyond repair: its own field when set, else ``p_malformed``."""
+        field = MALFORMED_FORMATS.get(output_format or "")
+        own = getattr(self, field) if field else None
+        return self.p_malformed if own is None else own
+
     def judge_noise(self, prompt_tokens: int) -> float:
         """The judge's noise, growing with the prompt's length like the error rate."""
         return self.evaluator_noise * (1.0 + prompt_tokens / self.context_scale_tokens)
@@ -75,12 +88,15 @@ class SkillProfile(BaseModel):
         def up(p: float) -> float:
             return min(1.0, p * factor)
 
+        own = {f: up(v) for f in MALFORMED_FORMATS.values() if (v := getattr(self, f)) is not None}
+
         return self.model_copy(
             update={
                 "name": f"{self.name}x{factor:g}",
                 "p_correct": max(0.0, 1.0 - (1.0 - self.p_correct) * factor),
                 "p_trap": up(self.p_trap),
                 "p_malformed": up(self.p_malformed),
+                **own,
                 "p_sloppy_json": up(self.p_sloppy_json),
                 "p_malformed_text": up(self.p_malformed_text),
                 "p_sloppy_text": up(self.p_sloppy_text),
@@ -93,6 +109,15 @@ class SkillProfile(BaseModel):
                 "check_coverage": max(0.0, 1.0 - (1.0 - self.check_coverage) * factor),
             }
         )
+
+
+MALFORMED_FORMATS: dict[str, str] = {
+    "action": "p_malformed_action",
+    "candidates": "p_malformed_candidates",
+    "plan_json": "p_malformed_plan",
+    "steps_json": "p_malformed_steps",
+}
+"""Each output format with its own malformed rate, to its skill field (calibration's names)."""
 
 
 SKILLS: dict[str, SkillProfile] = {

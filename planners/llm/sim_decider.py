@@ -114,8 +114,8 @@ class Decider:
         noise = self.skill.judge_noise(self.tokens)
         return min(1.0, max(0.0, value + self.rng.gauss(0.0, noise)))
 
-    def _break(self, text: str) -> str:
-        if self.rng.random() >= self.skill.p_malformed:
+    def _break(self, text: str, output_format: str | None = None) -> str:
+        if self.rng.random() >= self.skill.malformed_rate(output_format):
             return text
         cut = self.rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
         return text[:cut]
@@ -212,7 +212,7 @@ class Decider:
             f"Thought: {self._thought(kind, tool, gold)}\nAction: {tool}\n"
             f"Action Input: {dumps(args)}"
         )
-        return self._break(text)
+        return self._break(text, "action")
 
     def propose_actions(self, context: RequestContext) -> str:
         """Candidate next actions, the first as an actor would take it, the rest other options."""
@@ -222,7 +222,7 @@ class Decider:
             tool, args = options[kind]
             thought = self._thought(kind, tool, gold)
             chosen.append((thought if n == 0 else f"Alternatively: {thought}", tool, args))
-        return self._break(render_candidates(chosen))
+        return self._break(render_candidates(chosen), "candidates")
 
     def _action_kind(
         self, tool: str, args: dict[str, Any], options: dict[str, tuple[str, dict[str, Any]]]
@@ -363,7 +363,7 @@ class Decider:
         if self.rng.random() < self.skill.p_sloppy_json:
             head, _, tail = text.rpartition("]}")
             text = "```json\n" + head + ",]}" + tail + "\n```"
-        return self._break(text)
+        return self._break(text, "plan_json")
 
     def _write_text(self, goal: str, steps: list[dict[str, Any]]) -> str:
         """The same plan as numbered steps in prose (the request's ``plan_format`` is text):
@@ -479,7 +479,7 @@ class Decider:
         init = self.sim.initial_gold()
         i = len(partial)
         if i >= len(init.gold):
-            return self._break(json.dumps([{"done": True}]))
+            return self._break(json.dumps([{"done": True}]), "steps_json")
         g = init.gold[i]
         chosen: list[dict[str, Any]] = []
         for kind in self._proposals(self._point_belief(i), context.k):
@@ -487,7 +487,7 @@ class Decider:
             candidate = {"done": True} if stop else rendered
             if candidate not in chosen:
                 chosen.append(candidate)
-        return self._break(_PLAN_JSON(chosen))
+        return self._break(_PLAN_JSON(chosen), "steps_json")
 
     def rate_candidates(self, context: RequestContext) -> str:
         """Scores of candidate steps or actions: how each looks to the belief, plus noise."""
