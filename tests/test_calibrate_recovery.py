@@ -17,7 +17,7 @@ from planarena.experiments.calibrate import fit as calibrate_fit
 from planarena.experiments.calibrate import table
 from planarena.experiments.calibrate.observe import observe
 from planarena.experiments.calibrate.registry import Estimate, FitOptions
-from planarena.planners.llm.profiles import SKILLS
+from planarena.planners.llm.profiles import MALFORMED_FORMATS, SKILLS
 
 # Known values, away from the strong defaults (0.97, 4000, 0.25, 0.3, 0.01, 0.05).
 TRUE = {
@@ -74,6 +74,8 @@ def assert_recovered(estimates: Mapping[str, Estimate], truth: Mapping[str, floa
     """Every identified estimate of a profile field holds the run's value (the overrides
     over ``strong``'s defaults, which are known too); the ``MUST`` ones are identified."""
     known = {**SKILLS["strong"].model_dump(), **truth}
+    for own in MALFORMED_FORMATS.values():  # a format without its own rate: p_malformed's
+        known[own] = known[own] if known[own] is not None else known["p_malformed"]
     for name, e in estimates.items():
         if name not in known or name == "name":
             continue
@@ -98,6 +100,24 @@ def test_proposer_parameters_recovered_at_larger_n(tmp_path: Path) -> None:
     truth = {**TRUE, "context_scale_tokens": 1500, "p_miss_signal": 0.5}
     run = sim_run(tmp_path / "run", 3 * N_TASKS, truth)
     assert_recovered(fitted(run), truth)
+
+
+def test_a_format_with_a_rate_of_its_own_is_recovered(tmp_path: Path) -> None:
+    """Candidate steps broken four times as often as every other answer: the fit gives the
+    steps format its own rate and the others theirs (each inside its interval)."""
+    truth = {"p_malformed": 0.08, "p_malformed_steps": 0.32}
+    run = sim_run(
+        tmp_path / "run", 8, truth, env="[report,research]",
+        planners="[react,bfs,plan_execute_replan]",
+    )  # fmt: skip
+    est = fitted(run, boot=400)
+    for own in ("p_malformed_steps", "p_malformed_action", "p_malformed_plan"):
+        assert est[own].identified, (own, est[own].reason)
+    assert est["p_malformed_steps"].lo > est["p_malformed_action"].hi  # told apart
+    assert_recovered(
+        {k: est[k] for k in ("p_malformed_steps", "p_malformed_action", "p_malformed_plan")},
+        truth,
+    )
 
 
 def test_no_trap_on_offer_is_not_identified(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from planarena.experiments.calibrate.registry import (
     register_fit,
     task_resamples,
 )
-from planarena.planners.llm.profiles import SkillProfile
+from planarena.planners.llm.profiles import MALFORMED_FORMATS, SkillProfile
 from planarena.planners.llm.sim_belief import LOOK
 
 KINDS = (
@@ -577,7 +577,8 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             # a scale or a weight: judged by the ratio of its bounds, not their difference
             ok = hi <= 3 * max(lo, 0.05 if q.startswith("w_") else 1.0) and n >= options.min_n
             est.identified = ok
-            est.reason = f"n={n} over {tasks} tasks" if ok else (
+            est.reason = f"n={n} over {tasks} tasks" if ok else f"n={n} < {options.min_n}" if (
+                n < options.min_n) else (
                 f"interval {lo:.3g}..{hi:.3g} spans more than 3x"
                 + (": the prompts' lengths vary too little to tell the decay from the base "
                    "rate" if q == "context_scale_tokens" else "")
@@ -617,8 +618,20 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         rows = table[table["quantity"] == quantity]
         pooled = rows[rows["format"] != "candidates"] if "format" in rows else rows
         out.append(scaled_bernoulli(pooled, parameter, options, absent=absent))
-        if "format" in rows:
-            for fmt, sub in rows.groupby("format"):
+        by_format = rows["format"] if "format" in rows else pd.Series("", index=rows.index)
+        if quantity == "malformed":  # a field per format: into the profile when identified
+            for fmt, own in MALFORMED_FORMATS.items():
+                sub = rows[by_format == fmt]
+                why = f"no answer in the {fmt} format was ever asked for"
+                est = scaled_bernoulli(sub, own, options, absent=why)
+                if fmt == "candidates" and est.identified and (est.value or 0.0) > 0:
+                    # the simulator cuts a broken list, which can keep its first candidates:
+                    # lists that yield none bound its rate from below, exactly only at 0
+                    est.identified = False
+                    est.reason = "a list cut short still yields its first candidates: a lower bound"
+                out.append(est)
+        for fmt, sub in rows.groupby(by_format):
+            if fmt and not (quantity == "malformed" and fmt in MALFORMED_FORMATS):
                 out.append(scaled_bernoulli(sub, parameter, options, absent=absent,
                                             group=f"format={fmt}"))  # fmt: skip
     return out
@@ -649,6 +662,15 @@ def scaled_bernoulli(rows: pd.DataFrame, parameter: str, options: FitOptions, *,
                   absent=absent)  # fmt: skip
 
 
+GROUP_REPORTED = (
+    "p_correct", "p_trap", "p_persist", "p_miss_signal",
+    "w_hallucinate", "w_premise", "w_stop", "w_dependency", "w_other",
+)  # fmt: skip
+"""The decision model's parameters the report breaks down per role and kind: a group whose
+interval is clear of the pooled one says where one number per model is a simplification (the
+shipped 0.5B model stops early in plans far more than in ReAct turns)."""
+
+
 def per_group(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     """The decision model per role and per kind (the report's breakdown; fewer resamples)."""
     out = []
@@ -659,7 +681,7 @@ def per_group(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         for name, _ in choice.groupby(col):
             sub = table[table[col] == name]
             for est in fit_decisions(sub, small, group=f"{col}={name}"):
-                if est.parameter in ("p_correct", "p_trap", "p_persist", "p_miss_signal"):
+                if est.parameter in GROUP_REPORTED:
                     out.append(est)
     return out
 
