@@ -390,9 +390,10 @@ def test_the_failure_mode_distance_is_zero_for_one_mix_and_one_for_disjoint_mixe
 
 
 def test_two_samples_of_one_mix_differ_only_by_chance_and_two_mixes_beyond_it() -> None:
-    """The chance column is a valid test: samples of one mix (12 tasks, the shipped recording's
-    held-out count) are rarely beyond it, while two different mixes usually are. Without the
-    paired swap, chance would be the observed distance itself and nothing would ever count."""
+    """The chance column is a valid test: samples of one mix (12 tasks, fewer than the
+    shipped recording's 18 held out) are rarely beyond it, while two different mixes usually
+    are. Without the paired swap, chance would be the observed distance itself and nothing
+    would ever count."""
     mix = ["x", "x", "y", "z"]
     false_alarms = power = 0
     trials = 40

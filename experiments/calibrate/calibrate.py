@@ -55,8 +55,8 @@ class Calibration:
             else:
                 values[f] = base[f]
                 why = e.reason if e is not None else "no fit measures it"
-                was = "null, p_malformed's rate" if base[f] is None else f"{base[f]}"
-                kept.append(f"{f}: {was} ({BASE}'s; not identified: {why})")
+                shown = "null" if base[f] is None else base[f]
+                kept.append(f"{f}: {shown} ({BASE}'s; not identified: {why})")
         SkillProfile(**values)  # the profile loads (ranges, types)
         return values, kept
 

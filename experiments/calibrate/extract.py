@@ -24,7 +24,7 @@ Rows (``quantity``):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from planarena.envs.oracle import GoldStep, Obs
@@ -197,8 +197,11 @@ def _steps_rows(
     return rows
 
 
-def read_plan(text: str, plan_format: str) -> tuple[list[Any] | None, bool]:
-    """(the raw steps, or None when no reader can use the text; whether it was repaired)."""
+def read_plan(text: str, plan_format: str, tools: Iterable[str]) -> tuple[list[Any] | None, bool]:
+    """(the raw steps, or None when the planner cannot use the text: no reader loads it, or
+    the planner's parser refuses it as malformed; whether it was repaired)."""
+    if planner_refuses(text, tools, plan_format):
+        return None, False
     notes: list[str] = []
     try:
         if plan_format == "text":
@@ -221,7 +224,7 @@ def extract_plan(d: Decision) -> list[Row]:
     step was."""
     ctx = d.context
     fmt = ctx.plan_format if ctx is not None else "json"
-    steps, sloppy = read_plan(d.text, fmt)
+    steps, sloppy = read_plan(d.text, fmt, d.view.tool_names())
     if fmt == "text":
         rows = [d.row("malformed_text", int(steps is None), format="plan_text")]
         if steps is not None:
@@ -230,9 +233,6 @@ def extract_plan(d: Decision) -> list[Row]:
         rows = [d.row("malformed", int(steps is None), format="plan_json")]
         if steps is not None:
             rows.append(d.row("sloppy_json", int(sloppy), format="plan_json"))
-    if steps is not None and planner_refuses(d.text, d.view.tool_names(), fmt):
-        rows[0]["outcome"] = 1  # it reads as steps, but the planner's parser refuses it
-        return rows[:1]
     if steps is None or (ctx is not None and ctx.plan is not None):
         return rows  # a revision of a candidate plan keeps steps: not freshly written
     rows += prose_condition_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
@@ -241,7 +241,7 @@ def extract_plan(d: Decision) -> list[Row]:
     return rows + _plan_rows(d, steps)
 
 
-def planner_refuses(text: str, tools: Sequence[str] | frozenset[str], plan_format: str) -> bool:
+def planner_refuses(text: str, tools: Iterable[str], plan_format: str) -> bool:
     """Whether the planner's own parser refuses ``text`` as malformed output (the executor's
     :data:`MALFORMED_REASONS`: a step with no tool, an id that is not one). The fit reads an
     answer as the planner does, so a plan the planner cannot use is malformed here too, as the

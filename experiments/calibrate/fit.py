@@ -351,15 +351,14 @@ def task_derivatives(c: Choices, x: np.ndarray, h: float = 1e-4) -> tuple[np.nda
 
 EDGE_TOLERANCE = 1e-5
 """How close to an edge, as a share of the coordinate's range, the optimiser's stopping point
-counts as on it: it stops within about 1e-7 of a probability's bound, never exactly there."""
+counts as on it: it stops near a bound, never exactly on it (docs/calibration.md, Limits)."""
 
 
 def at_edge(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     """The coordinates held at an edge of their range by the data (the likelihood still
     rises beyond it): a maximum there is not a stationary point, so they are not stepped.
-    One left free just inside its edge would be stepped through every coordinate it is
-    correlated with (the bootstrap of a per-kind p_persist once sat at 0 in 39 of 40
-    resamples, its estimate 0.93, because systematic_share stopped 4e-8 short of 1)."""
+    One left free just inside its edge would be stepped, and so would every coordinate
+    correlated with it."""
     tol = EDGE_TOLERANCE * (UPPER - LOWER)
     low = (x <= LOWER + tol) & (g < 0)
     high = (x >= UPPER - tol) & (g > 0)
