@@ -43,26 +43,37 @@ CTYPES = {"action": 0, "step": 1, "line": 2, "persist": 3}
 # the mistakes a confused belief draws among, per choice type, and the weight of each
 ACTION_W = {"invented": "w_hallucinate", "premise": "w_premise", "stop": "w_stop",
             "early": "w_stop", "other": "w_other"}  # fmt: skip
-STEP_W = {"invented": "w_hallucinate", "premise": "w_premise", "stop": "w_stop",
-          "dependency": "w_dependency", "unchecked": "w_unchecked", "other": "w_other"}  # fmt: skip
+STEP_W = {"invented": "w_hallucinate_plan", "premise": "w_premise_plan", "stop": "w_stop_plan",
+          "dependency": "w_dependency", "unchecked": "w_unchecked",
+          "other": "w_other_plan"}  # fmt: skip
 
 # The decision model's parameters, in the optimiser's order, with their transform.
 PARAMS = (
     "p_correct", "context_scale_tokens", "p_trap", "p_persist", "p_miss_signal",
-    "systematic_share", "w_hallucinate", "w_premise", "w_dependency", "w_other",
+    "systematic_share", "w_hallucinate", "w_premise", "w_other", "w_hallucinate_plan",
+    "w_premise_plan", "w_dependency", "w_other_plan",
 )  # fmt: skip
 LOGIT = {"p_correct", "p_trap", "p_persist", "p_miss_signal", "systematic_share"}
 START = {
     "p_correct": 0.9, "context_scale_tokens": 4000.0, "p_trap": 0.3, "p_persist": 0.3,
     "p_miss_signal": 0.3, "systematic_share": 0.5, "w_hallucinate": 1.0, "w_premise": 1.0,
-    "w_dependency": 1.0, "w_other": 0.05,
+    "w_other": 0.05, "w_hallucinate_plan": 1.0, "w_premise_plan": 1.0, "w_dependency": 1.0,
+    "w_other_plan": 0.05,
 }  # fmt: skip
-MISTAKE_WEIGHTS = ("w_hallucinate", "w_premise", "w_stop", "w_dependency")
+# The two pools of mistakes: only the ratios within a pool are identified, so each pool's
+# weights are scaled to mean 1 over the profile's weights in it (its "other" moves with it).
+ACTION_POOL = ("w_hallucinate", "w_premise", "w_stop")
+STEP_POOL = ("w_hallucinate_plan", "w_premise_plan", "w_stop_plan", "w_dependency")
+POOL_OF = {
+    **{w: ACTION_POOL for w in (*ACTION_POOL, "w_other")},
+    **{w: STEP_POOL for w in (*STEP_POOL, "w_unchecked", "w_other_plan")},
+}
+UNITS = {"w_stop": ACTION_POOL, "w_stop_plan": STEP_POOL}  # each pool's unit in the optimiser
 EPS = 1e-12
 
 
 LOWER = np.array([1e-6 if q in LOGIT else 0.0 for q in PARAMS])
-UPPER = np.array([1 - 1e-6 if q in LOGIT else (50.0 if q == "context_scale_tokens" else 20.0)
+UPPER = np.array([1 - 1e-6 if q in LOGIT else (50.0 if q == "context_scale_tokens" else 100.0)
                   for q in PARAMS])  # fmt: skip
 STEPS = np.array([0.1 if q in LOGIT else 0.5 for q in PARAMS])
 
@@ -79,8 +90,9 @@ def _from_x(x: np.ndarray) -> dict[str, float]:
     x = np.clip(x, LOWER, UPPER)
     out = {q: float(v) for q, v in zip(PARAMS, x, strict=True)}
     out["context_scale_tokens"] = 1000.0 / max(out["context_scale_tokens"], 1e-9)
-    out["w_stop"] = 1.0  # the weights' scale: w_stop is the unit (renormalised on output)
-    out["w_unchecked"] = float(np.mean([out[w] for w in MISTAKE_WEIGHTS]))
+    for unit in UNITS:  # each pool's scale: its stop weight is the unit (renormalised on output)
+        out[unit] = 1.0
+    out["w_unchecked"] = float(np.mean([out[w] for w in STEP_POOL]))
     return out
 
 
@@ -420,12 +432,17 @@ def one_step_boot(c: Choices, x: np.ndarray, boot: int, seed: int,
     return out
 
 
+def pool_unit(p: dict[str, float], weight: str) -> float:
+    """The scale of ``weight``'s pool: the mean of the profile's weights in it."""
+    return float(np.mean([p[w] for w in POOL_OF[weight]]))
+
+
 def normalised(p: dict[str, float]) -> dict[str, float]:
-    """The mistake weights scaled to mean 1 (only their ratios are identified)."""
-    scale = float(np.mean([p[w] for w in MISTAKE_WEIGHTS]))
+    """The mistake weights scaled to mean 1 per pool (only ratios within a pool are
+    identified)."""
     out = dict(p)
-    for w in (*MISTAKE_WEIGHTS, "w_unchecked", "w_other"):
-        out[w] = p[w] / scale
+    for w in POOL_OF:
+        out[w] = p[w] / pool_unit(p, w)
     return out
 
 
@@ -447,19 +464,33 @@ def support(c: Choices) -> Support:
     def over(mask: np.ndarray) -> tuple[int, int]:
         return int(cnt[mask].sum()), len(set(c.task[mask]))
 
+    def decisions(mask: np.ndarray) -> tuple[int, int]:
+        """Independent choices plus mixture units (each unit one decision, however many
+        readings it sums over)."""
+        units = set(c.branch_unit[c.branch[mask & ~independent]]) if c.n_units else set()
+        n = int(cnt[mask & independent].sum()) + len(units)
+        return n, len(set(c.task[mask]))
+
     trap = over(a[:, IX["trap"]] > 0)
     persist = over((a[:, IX["persist"]] > 0) | (ctype == CTYPES["persist"]))
     dep = over(a[:, IX["dependency"]] > 0)
     miss = (c.n_units if c.prior_missed.size and (c.prior_missed > 0).any() else 0,
             len(set(c.unit_task)))  # fmt: skip
     alln = (n_units, len(c.tasks))
+    action = decisions(ctype == CTYPES["action"])
+    step = decisions(ctype == CTYPES["step"])
     n = {
         "p_correct": alln, "context_scale_tokens": alln, "systematic_share": alln,
-        "w_hallucinate": alln, "w_premise": alln, "w_stop": alln, "w_other": alln,
+        **{w: action for w in ("w_hallucinate", "w_premise", "w_stop", "w_other")},
+        **{w: step for w in ("w_hallucinate_plan", "w_premise_plan", "w_stop_plan",
+                             "w_other_plan")},  # fmt: skip
         "p_trap": trap, "p_persist": persist, "w_dependency": dep, "p_miss_signal": miss,
         "w_unchecked": (0, 0),
     }  # fmt: skip
     absent = {
+        **{w: "no tool call was ever chosen" for w in (*ACTION_POOL, "w_other")},
+        **{w: "no plan step was ever written" for w in STEP_POOL if w != "w_dependency"},
+        "w_other_plan": "no plan step was ever written",
         "p_trap": "no trap was ever on offer",
         "p_persist": "no failed call was ever there to repeat",
         "p_miss_signal": "no subtle warning sign was ever in view",
@@ -472,8 +503,9 @@ def support(c: Choices) -> Support:
 
 REPORTED = (
     "p_correct", "context_scale_tokens", "p_trap", "p_persist", "p_miss_signal",
-    "systematic_share", "w_hallucinate", "w_premise", "w_stop", "w_dependency",
-    "w_unchecked", "w_other",
+    "systematic_share", "w_hallucinate", "w_premise", "w_stop", "w_other",
+    "w_hallucinate_plan", "w_premise_plan", "w_stop_plan", "w_dependency", "w_unchecked",
+    "w_other_plan",
 )  # fmt: skip
 NOTES = {
     "p_correct": "right-move rate at an empty prompt (err = (1-p)(1+tokens/scale))",
@@ -482,7 +514,12 @@ NOTES = {
     "p_persist": "belief prefers repeating the failed call",
     "p_miss_signal": "a subtle warning sign overlooked (summed over readings)",
     "systematic_share": "share of errors that are beliefs (mistakes) rather than slips",
-    "w_other": "moves outside the simulator's options (not a profile field)",
+    "w_other": "an action's moves outside the simulator's options (not a profile field)",
+    "w_other_plan": "a plan step's moves outside the simulator's options (not a profile field)",
+}
+POOL_NOTES = {
+    ACTION_POOL: "relative weight among an action's mistakes (mean 1)",
+    STEP_POOL: "relative weight among a plan step's mistakes (mean 1)",
 }
 
 
@@ -543,7 +580,6 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
     else:
         xs = one_step_boot(c, x, options.boot, options.seed, held, derivatives)
     best = normalised(_from_x(x))
-    unit = float(np.mean([_from_x(x)[w] for w in MISTAKE_WEIGHTS]))  # the weights' scale
     g_full = None if derivatives is None else derivatives[0].sum(axis=0)
     edges = at_edge(x, g_full) if g_full is not None else np.zeros(len(x), dtype=bool)
     sup = support(c)
@@ -559,11 +595,13 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         if q == "context_scale_tokens":  # a decay per 1,000 tokens, as a scale
             intervals[q] = (1000.0 / max(hi_x, 1e-9), 1000.0 / max(lo_x, 1e-9))
         elif q.startswith("w_"):
+            unit = pool_unit(_from_x(x), q)  # the weights' scale
             intervals[q] = (lo_x / unit, hi_x / unit)
         else:
             intervals[q] = (lo_x, hi_x)
-    w_stop = [1.0 / float(np.mean([_from_x(b)[w] for w in MISTAKE_WEIGHTS])) for b in xs]
-    intervals["w_stop"] = options.interval(w_stop)
+    for unit_weight in UNITS:  # the unit's spread: the pool's scale in every resample
+        intervals[unit_weight] = options.interval([1.0 / pool_unit(_from_x(b), unit_weight)
+                                                   for b in xs])  # fmt: skip
     intervals["w_unchecked"] = (1.0, 1.0)
     out = []
     for q in REPORTED:
@@ -571,7 +609,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         n, tasks = sup.n[q], sup.tasks[q]
         absent = sup.absent.get(q, "no decision observed")
         est = judged(q, best[q], (lo, hi), n, tasks, options, group=group, absent=absent,
-                     note=NOTES.get(q, "relative weight among mistakes (mean 1)"))  # fmt: skip
+                     note=NOTES.get(q) or POOL_NOTES[POOL_OF[q]])  # fmt: skip
         if n and tasks >= options.min_tasks and (q == "context_scale_tokens" or q.startswith("w_")):
             # a scale or a weight: judged by the ratio of its bounds, not their difference
             ok = hi <= 3 * max(lo, 0.05 if q.startswith("w_") else 1.0) and n >= options.min_n
@@ -592,7 +630,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
                     "e.g. error rates at their 0.95 cap)"
                 ),
             )
-        if q in ("w_other",):
+        if q in ("w_other", "w_other_plan"):
             est.note = NOTES[q]
         out.append(est)
     return out, x
@@ -663,7 +701,8 @@ def scaled_bernoulli(rows: pd.DataFrame, parameter: str, options: FitOptions, *,
 
 GROUP_REPORTED = (
     "p_correct", "p_trap", "p_persist", "p_miss_signal",
-    "w_hallucinate", "w_premise", "w_stop", "w_dependency", "w_other",
+    "w_hallucinate", "w_premise", "w_stop", "w_other", "w_hallucinate_plan", "w_premise_plan",
+    "w_stop_plan", "w_dependency", "w_other_plan",
 )  # fmt: skip
 """The decision model's parameters the report breaks down per role and kind: a group whose
 interval is clear of the pooled one says where one number per model is a simplification (the

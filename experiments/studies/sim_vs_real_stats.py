@@ -29,17 +29,20 @@ MECHANISMS: Mapping[str, str] = {
     "p_malformed_candidates, p_malformed_plan, p_malformed_steps), p_sloppy_json (JSON "
     "plans), p_malformed_text / p_sloppy_text (text plans): output that does not parse",
     "false_success": "p_miss_signal (a wrong result taken at face value), check_coverage "
-    "(the plan's checks that would flag it), judge_accuracy (a judge accepting it)",
-    "hallucinated_tool_call": "w_hallucinate (among wrong decisions, inventing a tool) and "
-    "p_correct (how often a decision is wrong at all)",
+    "(the plan's checks that would flag it), judge_accuracy (a judge accepting it), w_stop (a "
+    "tool call's mistake of answering early with what is in hand)",
+    "hallucinated_tool_call": "w_hallucinate and w_hallucinate_plan (among wrong decisions of "
+    "a tool call and of a plan step, inventing a tool) and p_correct (how often a decision is "
+    "wrong at all)",
     "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency), "
     "p_prose_condition (a step's condition written in words the executor cannot evaluate) and "
     "p_correct (how often a decision is wrong at all)",
-    "precondition_unverified": "w_premise (a guessed argument), w_unchecked (an omitted "
-    "post-condition), and p_correct (how often a decision is wrong at all)",
+    "precondition_unverified": "w_premise and w_premise_plan (a guessed argument), w_unchecked "
+    "(an omitted post-condition), and p_correct (how often a decision is wrong at all)",
     "dead_end": "p_trap (the attractive dead end preferred), p_persist (staying on it), "
     "rollout_optimism (a doomed line imagined to succeed)",
-    "gave_up_after_tool_failure": "w_stop (among wrong decisions, stopping early), p_persist "
+    "gave_up_after_tool_failure": "w_stop and w_stop_plan (among wrong decisions, stopping "
+    "early), p_persist "
     "(repeating the failed call instead of moving on), p_correct",
     "budget_exhausted": "p_correct and context_scale_tokens (the right-move rate and its "
     "decay with prompt length: loops that never finish), and the token/call budget and "

@@ -25,6 +25,11 @@ class SkillProfile(BaseModel):
     w_stop: float = Field(1.0, ge=0)  # ... stops early (gives up after an error / finishes)
     w_dependency: float = Field(1.0, ge=0)  # ... in a plan: forgets a dependency
     w_unchecked: float = Field(1.0, ge=0)  # ... in a plan: omits a step's post-conditions
+    # the first three for a step written into a plan, where a model's mistakes differ from
+    # those it makes choosing one action (None: the shared weight above)
+    w_hallucinate_plan: float | None = Field(None, ge=0)  # a plan step invents a tool
+    w_premise_plan: float | None = Field(None, ge=0)  # ... takes a guessed argument
+    w_stop_plan: float | None = Field(None, ge=0)  # ... ends the plan early
     p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair (every
     # answer but a plan asked as text: a Plan JSON, an Action Input, scores, steps)
     # the same per output format, where a model differs by what it is asked to write (None:
@@ -75,6 +80,12 @@ class SkillProfile(BaseModel):
         own = getattr(self, field) if field else None
         return self.p_malformed if own is None else own
 
+    def mistake_weight(self, field: str) -> float:
+        """A mistake weight by its field; a plan step's own weight (:data:`PLAN_WEIGHTS`)
+        falls back to the shared one when unset."""
+        own = getattr(self, field)
+        return getattr(self, PLAN_WEIGHTS[field]) if own is None else own
+
     def judge_noise(self, prompt_tokens: int) -> float:
         """The judge's noise, growing with the prompt's length like the error rate."""
         return self.evaluator_noise * (1.0 + prompt_tokens / self.context_scale_tokens)
@@ -118,6 +129,14 @@ MALFORMED_FORMATS: dict[str, str] = {
     "steps_json": "p_malformed_steps",
 }
 """Each output format with its own malformed rate, to its skill field (calibration's names)."""
+
+
+PLAN_WEIGHTS: dict[str, str] = {
+    "w_hallucinate_plan": "w_hallucinate",
+    "w_premise_plan": "w_premise",
+    "w_stop_plan": "w_stop",
+}
+"""Each plan step's own mistake weight, to the shared weight it takes when unset."""
 
 
 SKILLS: dict[str, SkillProfile] = {

@@ -32,7 +32,8 @@ LOOK = {
 # sample of the same decision can choose instead of the preferred one.
 ROUTES = frozenset({"right", "trap", "fallback", "persist"})
 # Mistake kinds that make sense for one action (a Thought/Action turn or candidate) and for
-# one step written into a plan, with the skill weight that picks among them.
+# one step written into a plan, with the skill weight that picks among them (a plan step's
+# own weights fall back to the shared ones: ``SkillProfile.mistake_weight``).
 ACTION_MISTAKES = {
     "invented": "w_hallucinate",
     "premise": "w_premise",
@@ -40,9 +41,9 @@ ACTION_MISTAKES = {
     "early": "w_stop",  # ... or, with no failure to give up on, answers with what it has
 }
 PLAN_MISTAKES = {
-    "invented": "w_hallucinate",
-    "premise": "w_premise",
-    "stop": "w_stop",
+    "invented": "w_hallucinate_plan",
+    "premise": "w_premise_plan",
+    "stop": "w_stop_plan",
     "dependency": "w_dependency",
     "unchecked": "w_unchecked",
 }
