@@ -235,6 +235,41 @@ def test_a_coordinate_stopped_just_short_of_its_edge_counts_as_on_it() -> None:
     assert not at_edge((LOWER + UPPER) / 2, g).any()
 
 
+def test_a_flat_direction_spreads_a_large_weight_as_much_as_a_small_one() -> None:
+    """The bootstrap's curvature floor is a unit of relative spread: a weight at 100 times its
+    pool's unit, where the data barely curve, moves by the same share as one at 1 under the
+    same relative gradient. In absolute units the floor held the shipped recording's
+    tool-call weights (20 to 100 times the unit) within about 2 %."""
+    from planarena.experiments.calibrate.fit import PARAMS, START, _projected_step, _to_x
+
+    i = PARAMS.index("w_other")
+    flat = -1e-9 * np.eye(len(PARAMS))
+    free = np.zeros(len(PARAMS), dtype=bool)
+
+    def relative_step(at: float) -> float:
+        x = _to_x(START)
+        x[i] = at
+        g = np.zeros(len(PARAMS))
+        g[i] = 1e-2 / at  # the same gradient per relative unit of the weight
+        return float((_projected_step(x, g, flat, free)[i] - at) / at)
+
+    assert relative_step(100.0) == pytest.approx(relative_step(1.0), rel=1e-6)
+    assert relative_step(1.0) > 0
+
+
+def test_an_interval_no_wider_than_rounding_is_degenerate() -> None:
+    """Every resample at the same value but for rounding (the shipped recording's decay and
+    base rate, both at the error cap, came out 1e-10 wide) says nothing about the parameter."""
+    from planarena.experiments.calibrate.fit import degenerate
+
+    assert degenerate(0.5316108005718679, 0.5316108006031965)
+    assert degenerate(230.11421973716202, 230.11421977009417)
+    assert degenerate(0.0, 0.0)
+    assert not degenerate(0.10, 0.56)
+    assert not degenerate(0.0, 0.017)
+    assert not degenerate(None, 0.5)
+
+
 def test_a_plan_is_malformed_when_the_planners_parser_refuses_it(sim_run: Path) -> None:
     """The fit reads a plan as the planner does: JSON with a ``steps`` list whose step has no
     tool (the shipped real model's commonest plan) is malformed output, as the executor

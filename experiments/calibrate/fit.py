@@ -73,7 +73,9 @@ EPS = 1e-12
 
 
 LOWER = np.array([1e-6 if q in LOGIT else 0.0 for q in PARAMS])
-UPPER = np.array([1 - 1e-6 if q in LOGIT else (50.0 if q == "context_scale_tokens" else 100.0)
+# A weight's range is wide: its pool's stop weight is the unit, and a model that almost never
+# stops (the shipped 0.5B model's tool calls) puts every other weight at a large multiple of it.
+UPPER = np.array([1 - 1e-6 if q in LOGIT else (50.0 if q == "context_scale_tokens" else 1e4)
                   for q in PARAMS])  # fmt: skip
 STEPS = np.array([0.1 if q in LOGIT else 0.5 for q in PARAMS])
 
@@ -380,15 +382,19 @@ def at_edge(x: np.ndarray, g: np.ndarray) -> np.ndarray:
 def _projected_step(x: np.ndarray, g: np.ndarray, hess: np.ndarray, fixed: np.ndarray
                     ) -> np.ndarray:  # fmt: skip
     """One Newton step of a maximisation for the coordinates not ``fixed``, clipped to the
-    box (a direction the data do not curve takes a long step: its replicates spread)."""
+    box (a direction the data do not curve takes a long step: its replicates spread). The
+    step is taken in coordinates relative to each one's size (a weight at 100 times its
+    pool's unit is a 1 there), so the curvature floor is a unit of *relative* spread for a
+    large coordinate: in absolute units it would hold a large weight still."""
     free = ~fixed
     delta = np.zeros(len(x))
     if free.any():
-        sub = hess[np.ix_(free, free)]
+        size = np.maximum(np.abs(x[free]), 1.0)
+        sub = hess[np.ix_(free, free)] * np.outer(size, size)
         vals, vecs = np.linalg.eigh(sub)
         floor = 1.0  # a direction the data curve less than this: a unit of spread
         vals = np.minimum(vals, -floor)  # a maximum: negative curvature in every direction
-        delta[free] = -(vecs @ ((vecs.T @ g[free]) / vals))
+        delta[free] = -(vecs @ ((vecs.T @ (g[free] * size)) / vals)) * size
     return np.clip(x + delta, LOWER, UPPER)
 
 
@@ -622,7 +628,8 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             )  # fmt: skip
         if q == "w_unchecked":
             est.identified, est.reason = False, sup.absent[q]
-        elif est.identified and lo == hi and not edges[PARAMS.index(q) if q in PARAMS else 0]:
+        elif est.identified and degenerate(lo, hi) and not edges[PARAMS.index(q) if q in PARAMS
+                                                                   else 0]:  # fmt: skip
             est.identified, est.reason = (
                 False,
                 (
@@ -634,6 +641,14 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             est.note = NOTES[q]
         out.append(est)
     return out, x
+
+
+def degenerate(lo: float | None, hi: float | None) -> bool:
+    """An interval no wider than rounding: every resample at the same value (a ridge the
+    data do not curve, e.g. error rates at their cap, moves no resample's gradient)."""
+    if lo is None or hi is None:
+        return False
+    return hi - lo <= 1e-6 * max(abs(lo), abs(hi), 1e-9)
 
 
 def _decisions_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
@@ -719,7 +734,7 @@ def per_group(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         for name, _ in choice.groupby(col):
             sub = table[table[col] == name]
             for est in fit_decisions(sub, small, group=f"{col}={name}"):
-                if est.parameter in GROUP_REPORTED:
+                if est.parameter in GROUP_REPORTED and est.n > 0:  # one the group can say
                     out.append(est)
     return out
 

@@ -35,6 +35,7 @@ MECHANISMS: Mapping[str, str] = {
     "a tool call and of a plan step, inventing a tool) and p_correct (how often a decision is "
     "wrong at all)",
     "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency), "
+    "w_stop_plan (a plan cut to nothing is refused as empty), "
     "p_prose_condition (a step's condition written in words the executor cannot evaluate) and "
     "p_correct (how often a decision is wrong at all)",
     "precondition_unverified": "w_premise and w_premise_plan (a guessed argument), w_unchecked "
