@@ -17,7 +17,7 @@ from planarena.experiments.calibrate import fit as calibrate_fit
 from planarena.experiments.calibrate import table
 from planarena.experiments.calibrate.observe import observe
 from planarena.experiments.calibrate.registry import Estimate, FitOptions
-from planarena.planners.llm.profiles import MALFORMED_FORMATS, PLAN_WEIGHTS, SKILLS
+from planarena.planners.llm.profiles import SHARED, SKILLS
 
 # Known values, away from the strong defaults (0.97, 4000, 0.25, 0.3, 0.01, 0.05).
 TRUE = {
@@ -74,10 +74,7 @@ def assert_recovered(estimates: Mapping[str, Estimate], truth: Mapping[str, floa
     """Every identified estimate of a profile field holds the run's value (the overrides
     over ``strong``'s defaults, which are known too); the ``MUST`` ones are identified."""
     known = {**SKILLS["strong"].model_dump(), **truth}
-    for own in MALFORMED_FORMATS.values():  # a format without its own rate: p_malformed's
-        known[own] = known[own] if known[own] is not None else known["p_malformed"]
-    for own, shared in PLAN_WEIGHTS.items():  # a plan step without its own weight: the shared
-        known[own] = known[own] if known[own] is not None else known[shared]
+    known.update({own: SKILLS["strong"].model_copy(update=truth).resolved(own) for own in SHARED})
     known.update(calibrate_fit.normalised({**known, "w_other": 0.0, "w_other_plan": 0.0}))
     for name, e in estimates.items():
         if name not in known or name == "name":

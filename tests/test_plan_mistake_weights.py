@@ -30,9 +30,9 @@ def _confused(**weights: float) -> SkillProfile:
 
 def test_an_unset_plan_weight_takes_the_shared_one() -> None:
     skill = SKILLS["strong"].model_copy(update={"w_stop": 3.0, "w_stop_plan": 0.5})
-    assert skill.mistake_weight("w_stop_plan") == 0.5
-    assert skill.mistake_weight("w_stop") == 3.0
-    assert skill.mistake_weight("w_premise_plan") == skill.w_premise  # unset: shared
+    assert skill.resolved("w_stop_plan") == 0.5
+    assert skill.resolved("w_stop") == 3.0
+    assert skill.resolved("w_premise_plan") == skill.w_premise  # unset: shared
     assert set(PLAN_WEIGHTS.values()) <= set(SkillProfile.model_fields)
 
 

@@ -68,7 +68,7 @@ POOL_OF = {
     **{w: ACTION_POOL for w in (*ACTION_POOL, "w_other")},
     **{w: STEP_POOL for w in (*STEP_POOL, "w_unchecked", "w_other_plan")},
 }
-UNITS = {"w_stop": ACTION_POOL, "w_stop_plan": STEP_POOL}  # each pool's unit in the optimiser
+UNITS = ("w_stop", "w_stop_plan")  # each pool's unit in the optimiser (held at 1)
 EPS = 1e-12
 
 
@@ -483,20 +483,18 @@ def support(c: Choices) -> Support:
     miss = (c.n_units if c.prior_missed.size and (c.prior_missed > 0).any() else 0,
             len(set(c.unit_task)))  # fmt: skip
     alln = (n_units, len(c.tasks))
-    action = decisions(ctype == CTYPES["action"])
-    step = decisions(ctype == CTYPES["step"])
+    on = {ACTION_POOL: decisions(ctype == CTYPES["action"]),
+          STEP_POOL: decisions(ctype == CTYPES["step"])}  # fmt: skip
     n = {
         "p_correct": alln, "context_scale_tokens": alln, "systematic_share": alln,
-        **{w: action for w in ("w_hallucinate", "w_premise", "w_stop", "w_other")},
-        **{w: step for w in ("w_hallucinate_plan", "w_premise_plan", "w_stop_plan",
-                             "w_other_plan")},  # fmt: skip
+        **{w: on[pool] for w, pool in POOL_OF.items()},
         "p_trap": trap, "p_persist": persist, "w_dependency": dep, "p_miss_signal": miss,
         "w_unchecked": (0, 0),
     }  # fmt: skip
+    never = {ACTION_POOL: "no tool call was ever chosen",
+             STEP_POOL: "no plan step was ever written"}  # fmt: skip
     absent = {
-        **{w: "no tool call was ever chosen" for w in (*ACTION_POOL, "w_other")},
-        **{w: "no plan step was ever written" for w in STEP_POOL if w != "w_dependency"},
-        "w_other_plan": "no plan step was ever written",
+        **{w: never[pool] for w, pool in POOL_OF.items()},
         "p_trap": "no trap was ever on offer",
         "p_persist": "no failed call was ever there to repeat",
         "p_miss_signal": "no subtle warning sign was ever in view",
@@ -585,7 +583,8 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             xs.append(mle_x(c, x, w.astype(float), max_iter=800, step=0.3, fixed=held))
     else:
         xs = one_step_boot(c, x, options.boot, options.seed, held, derivatives)
-    best = normalised(_from_x(x))
+    fitted = _from_x(x)
+    best = normalised(fitted)
     g_full = None if derivatives is None else derivatives[0].sum(axis=0)
     edges = at_edge(x, g_full) if g_full is not None else np.zeros(len(x), dtype=bool)
     sup = support(c)
@@ -601,7 +600,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
         if q == "context_scale_tokens":  # a decay per 1,000 tokens, as a scale
             intervals[q] = (1000.0 / max(hi_x, 1e-9), 1000.0 / max(lo_x, 1e-9))
         elif q.startswith("w_"):
-            unit = pool_unit(_from_x(x), q)  # the weights' scale
+            unit = pool_unit(fitted, q)  # the weights' scale
             intervals[q] = (lo_x / unit, hi_x / unit)
         else:
             intervals[q] = (lo_x, hi_x)
@@ -628,8 +627,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             )  # fmt: skip
         if q == "w_unchecked":
             est.identified, est.reason = False, sup.absent[q]
-        elif est.identified and degenerate(lo, hi) and not edges[PARAMS.index(q) if q in PARAMS
-                                                                   else 0]:  # fmt: skip
+        elif est.identified and degenerate(lo, hi) and not (q in PARAMS and edges[PARAMS.index(q)]):
             est.identified, est.reason = (
                 False,
                 (
@@ -637,8 +635,6 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
                     "e.g. error rates at their 0.95 cap)"
                 ),
             )
-        if q in ("w_other", "w_other_plan"):
-            est.note = NOTES[q]
         out.append(est)
     return out, x
 

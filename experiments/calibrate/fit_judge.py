@@ -162,7 +162,7 @@ class Beliefs:
         drift = self._confusion(episode, point, tokens)
         if drift > 0:
             table = PLAN_MISTAKES if point.startswith("step:") else ACTION_MISTAKES
-            pool = [(k, self.skill.mistake_weight(w)) for k, w in table.items() if k in options]
+            pool = [(k, self.skill.resolved(w)) for k, w in table.items() if k in options]
             mass = sum(w for _, w in pool)
             if mass > 0:
                 moved = probs.get("right", 0.0) * drift

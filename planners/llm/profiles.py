@@ -73,18 +73,16 @@ class SkillProfile(BaseModel):
         """Chance a decision is wrong, growing with the prompt's length."""
         return min(0.95, (1.0 - self.p_correct) * (1.0 + prompt_tokens / self.context_scale_tokens))
 
+    def resolved(self, field: str) -> float:
+        """A field's value; an optional field left unset (:data:`SHARED`) takes its shared
+        field's."""
+        own = getattr(self, field)
+        return getattr(self, SHARED[field]) if own is None else own
+
     def malformed_rate(self, output_format: str | None = None) -> float:
         """The chance an answer in ``output_format`` (:data:`MALFORMED_FORMATS`) comes out
         beyond repair: its own field when set, else ``p_malformed``."""
-        field = MALFORMED_FORMATS.get(output_format or "")
-        own = getattr(self, field) if field else None
-        return self.p_malformed if own is None else own
-
-    def mistake_weight(self, field: str) -> float:
-        """A mistake weight by its field; a plan step's own weight (:data:`PLAN_WEIGHTS`)
-        falls back to the shared one when unset."""
-        own = getattr(self, field)
-        return getattr(self, PLAN_WEIGHTS[field]) if own is None else own
+        return self.resolved(MALFORMED_FORMATS.get(output_format or "", "p_malformed"))
 
     def judge_noise(self, prompt_tokens: int) -> float:
         """The judge's noise, growing with the prompt's length like the error rate."""
@@ -137,6 +135,8 @@ PLAN_WEIGHTS: dict[str, str] = {
     "w_stop_plan": "w_stop",
 }
 """Each plan step's own mistake weight, to the shared weight it takes when unset."""
+SHARED: dict[str, str] = {**{f: "p_malformed" for f in MALFORMED_FORMATS.values()}, **PLAN_WEIGHTS}
+"""Every optional skill field, to the field whose value it takes when unset."""
 
 
 SKILLS: dict[str, SkillProfile] = {

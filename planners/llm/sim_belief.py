@@ -33,7 +33,7 @@ LOOK = {
 ROUTES = frozenset({"right", "trap", "fallback", "persist"})
 # Mistake kinds that make sense for one action (a Thought/Action turn or candidate) and for
 # one step written into a plan, with the skill weight that picks among them (a plan step's
-# own weights fall back to the shared ones: ``SkillProfile.mistake_weight``).
+# own weights fall back to the shared ones: ``SkillProfile.resolved``).
 ACTION_MISTAKES = {
     "invented": "w_hallucinate",
     "premise": "w_premise",

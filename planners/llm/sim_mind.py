@@ -227,7 +227,7 @@ class SimMind:
     def _weighted(
         skill: SkillProfile, mistakes: dict[str, str], available: Sequence[str], x: float
     ) -> str | None:
-        pool = [(k, skill.mistake_weight(w)) for k, w in mistakes.items() if k in available]
+        pool = [(k, skill.resolved(w)) for k, w in mistakes.items() if k in available]
         return pick(pool, x)
 
     def guess(self, value: Any) -> Any:
