@@ -166,3 +166,17 @@ def test_conditions_in_words_recovered(tmp_path: Path) -> None:
     react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
     none = fitted(react, boot=20)["p_prose_condition"]
     assert not none.identified and none.reason == "no written plan step carried a condition"
+
+
+def test_a_replan_numbered_from_one_again_recovered(tmp_path: Path) -> None:
+    """``p_restart_ids`` is a rate per plan written after a step ran (heavy faults make the
+    replans); a run that writes none after anything ran says so."""
+    truth = {"p_restart_ids": 0.3}
+    run = sim_run(tmp_path / "run", 8, truth, env="[report]", planners="[plan_execute_replan,topo]",
+                  extra=("faults=heavy",))  # fmt: skip
+    est = fitted(run, boot=200)["p_restart_ids"]
+    assert est.identified and est.lo is not None and est.hi is not None, est
+    assert est.lo <= 0.3 <= est.hi, (est.value, est.lo, est.hi)
+    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
+    none = fitted(react, boot=20)["p_restart_ids"]
+    assert not none.identified and none.reason == "no plan was written after a step had run"

@@ -13,7 +13,7 @@ import pandas as pd
 from planarena.experiments.calibrate.observe import decisions
 from planarena.experiments.calibrate.registry import FITS, Estimate, FitOptions
 from planarena.experiments.calibrate.table import rows_of
-from planarena.planners.llm.profiles import SKILLS, SkillProfile
+from planarena.planners.llm.profiles import SHARED, SKILLS, SkillProfile
 
 BASE = "strong"
 """The profile whose values stand where the data identify nothing."""
@@ -52,13 +52,31 @@ class Calibration:
             e = pooled.get(f)
             if e is not None and e.identified and e.value is not None and math.isfinite(e.value):
                 values[f] = round(float(e.value), 4)
+                continue
+            why = e.reason if e is not None else "no fit measures it"
+            values[f] = base[f]
+            default = values[SHARED[f]] if base[f] is None else base[f]  # what it draws as
+            moved = _into(default, e)
+            if moved is not None:
+                values[f] = moved
+                kept.append(f"{f}: {moved} ({BASE}'s {default} moved into the data's interval "
+                            f"[{e.lo:.4g}, {e.hi:.4g}]; not identified: {why})")  # fmt: skip
             else:
-                values[f] = base[f]
-                why = e.reason if e is not None else "no fit measures it"
                 shown = "null" if base[f] is None else base[f]
                 kept.append(f"{f}: {shown} ({BASE}'s; not identified: {why})")
         SkillProfile(**values)  # the profile loads (ranges, types)
         return values, kept
+
+
+def _into(default: float, e: Estimate | None) -> float | None:
+    """``default`` moved to the nearer end of the interval of an estimate that is not
+    identified only for its width (the data still exclude what lies outside it); None where
+    no such interval excludes it."""
+    if e is None or not e.bounded or e.lo is None or e.hi is None:
+        return None
+    if e.lo <= default <= e.hi:
+        return None
+    return round(float(min(max(default, e.lo), e.hi)), 4)
 
 
 def calibrate(

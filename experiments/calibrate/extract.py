@@ -17,6 +17,8 @@ Rows (``quantity``):
   ``malformed_text``, ``sloppy_text``: 0/1 per answer;
 - ``prose_condition``: 0/1 per condition a freshly written plan carries (1: words, no
   expression);
+- ``restart_ids``: 0/1 per freshly written plan whose request shows step ids (1: its steps
+  numbered from below the first free number, as if nothing had run);
 - ``right_move``, ``trap``, ``persist``, ``miss_signal``: descriptive 0/1 rates for the report
   (the attentive reading's classification; the fits use ``choice`` rows).
 """
@@ -43,6 +45,7 @@ from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_reading import step_core
 from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.plan_model import canonical_step_id
 from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_text import load_json
 
@@ -236,6 +239,7 @@ def extract_plan(d: Decision) -> list[Row]:
     if steps is None or (ctx is not None and ctx.plan is not None):
         return rows  # a revision of a candidate plan keeps steps: not freshly written
     rows += prose_condition_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
+    rows += restart_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
     if not fresh(d):
         return rows
     return rows + _plan_rows(d, steps)
@@ -268,6 +272,34 @@ def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
     return rows
 
 
+def free_number(d: Decision) -> int:
+    """The first step number after every id the request shows (1: it shows none)."""
+    if d.context is None:
+        return 1
+    obs, _ = d.view.execution_log(d.context.observations or ())
+    return Decider._first_free_number(obs, d.context)  # noqa: SLF001
+
+
+def written_number(steps: Sequence[Any]) -> int | None:
+    """The number of a written plan's first step id (None: no step, or no readable id)."""
+    head = steps[0] if steps else None
+    if not isinstance(head, dict):
+        return None
+    try:
+        return int(canonical_step_id(head.get("id")).removeprefix("step_"))
+    except PlanError:
+        return None
+
+
+def restart_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
+    """One 0/1 row for a plan written where the request shows step ids: 1 when its steps
+    are numbered from below the first free number (as if nothing had run)."""
+    first, number = free_number(d), written_number(steps)
+    if first <= 1 or number is None:
+        return []
+    return [d.row("restart_ids", int(number < first), format=fmt)]
+
+
 def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
     view, ctx = d.view, d.context
     observed = (ctx.observations or ()) if ctx is not None else ()
@@ -277,7 +309,7 @@ def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
     subtle = view.subtle_keys(obs, flagged)
     failed = next((o for o in reversed(obs) if o.key == failed_id), None)
     can_persist = failed is not None and failed.error is not None and failed.error != "precondition"
-    first = Decider._first_free_number(obs, ctx) if ctx is not None else 1  # noqa: SLF001
+    first = written_number(steps) or free_number(d)  # the ids as the model numbered them
     unit = next(_units)
     rows: list[Row] = []
     branch = 0

@@ -398,11 +398,14 @@ def _projected_step(x: np.ndarray, g: np.ndarray, hess: np.ndarray, fixed: np.nd
     return np.clip(x + delta, LOWER, UPPER)
 
 
-def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92) -> tuple[float, float]:
+def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92,
+                  inward: float | None = None) -> tuple[float, float]:  # fmt: skip
     """For a coordinate at an edge: from the edge to where the log-likelihood, the others
-    held, has fallen by ``drop`` (1.92: a one-sided 95 % likelihood bound)."""
+    held, has fallen by ``drop`` (1.92: a one-sided 95 % likelihood bound), going ``inward``
+    (+1 up, -1 down; by default away from the nearer edge)."""
     base = loglik(c, _from_x(x))
-    inward = 1.0 if x[i] - LOWER[i] <= UPPER[i] - x[i] else -1.0  # from the nearer edge
+    if inward is None:
+        inward = 1.0 if x[i] - LOWER[i] <= UPPER[i] - x[i] else -1.0
     lo, hi = 0.0, UPPER[i] - LOWER[i]
     for _ in range(40):
         mid = (lo + hi) / 2
@@ -441,6 +444,37 @@ def one_step_boot(c: Choices, x: np.ndarray, boot: int, seed: int,
 def pool_unit(p: dict[str, float], weight: str) -> float:
     """The scale of ``weight``'s pool: the mean of the profile's weights in it."""
     return float(np.mean([p[w] for w in POOL_OF[weight]]))
+
+
+def unit_interval(c: Choices, x: np.ndarray, unit: str, drop: float = 1.92
+                  ) -> tuple[float, float]:  # fmt: skip
+    """The unit weight's range (normalised) along the direction that scales every other
+    weight of its pool by one factor, the rest held: from ``x`` each way to where the
+    log-likelihood has fallen by ``drop``. A unit far smaller than its pool's other weights
+    (a model that almost never stops) sits on a long, nearly flat stretch there, which a
+    linearised bootstrap does not see."""
+    others = np.array([POOL_OF.get(q) == POOL_OF[unit] and q != unit for q in PARAMS])
+    base = loglik(c, _from_x(x))
+
+    def at(k: float) -> np.ndarray:
+        y = x.copy()
+        y[others] = np.clip(x[others] * k, LOWER[others], UPPER[others])
+        return y
+
+    ends = []
+    for sign in (1.0, -1.0):  # log k up (the unit shrinks) and down (it grows)
+        inside, outside = 0.0, sign * np.log(1e4)
+        if base - loglik(c, _from_x(at(float(np.exp(outside))))) <= drop:
+            inside = outside  # still within the drop at the range's end
+        else:
+            for _ in range(30):
+                mid = (inside + outside) / 2
+                if base - loglik(c, _from_x(at(float(np.exp(mid))))) > drop:
+                    outside = mid
+                else:
+                    inside = mid
+        ends.append(1.0 / pool_unit(_from_x(at(float(np.exp(inside)))), unit))
+    return min(ends), max(ends)
 
 
 def normalised(p: dict[str, float]) -> dict[str, float]:
@@ -545,21 +579,29 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
     held = np.array([q == "context_scale_tokens" for q in PARAMS])
     start = x.copy()
     start[held] = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE})[held]
-    again, _ = _estimates(c, options, group, held, start)
+    again, x_held = _estimates(c, options, group, held, start)
+    bound = _capped_bound(c, x_held)
+    if bound is not None:  # a flat stretch: refit the rest with the base rate at its end
+        pinned = held | (np.arange(len(PARAMS)) == P_CORRECT)
+        x_held[P_CORRECT] = bound.value
+        again, _ = _estimates(c, options, group, pinned, x_held)
     free = {e.parameter: e for e in out}
     for e in again:
         if e.parameter == "context_scale_tokens":
             e.value, e.lo, e.hi = scale.value, scale.lo, scale.hi
-            e.identified, e.reason = False, scale.reason
+            e.identified, e.reason, e.bounded = False, scale.reason, scale.bounded
             continue
-        if e.parameter == "p_correct":
+        if e.parameter == "p_correct" and bound is not None:
+            e.value, e.lo, e.hi = bound.value, bound.lo, bound.hi
+            e.identified, e.reason = True, bound.reason
+        elif e.parameter == "p_correct":
             # the base rate trades off against the decay: its interval spans both fits', so
             # it carries the decay's uncertainty as well as its own
             f = free[e.parameter]
             if None not in (e.lo, e.hi, f.lo, f.hi):
                 e.lo, e.hi = min(e.lo, f.lo), max(e.hi, f.hi)  # type: ignore[type-var]
                 ok = judged(e.parameter, e.value, (e.lo, e.hi), e.n, e.tasks, options)
-                e.identified, e.reason = ok.identified, ok.reason
+                e.identified, e.reason, e.bounded = ok.identified, ok.reason, ok.bounded
         elif e.identified or e.value is not None:
             e.note = (e.note + "; " if e.note else "") + (
                 f"fitted with context_scale_tokens held at {DEFAULT_SCALE:g}"
@@ -568,12 +610,76 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
 
 
 DEFAULT_SCALE = float(SkillProfile.model_fields["context_scale_tokens"].default)
+P_CORRECT = PARAMS.index("p_correct")
+
+
+def plateau_end(c: Choices, x: np.ndarray, i: int) -> float:
+    """The largest value of coordinate ``i`` with the log-likelihood it has at ``x`` (the
+    others held): the far end of a flat stretch, or ``x[i]`` where there is none."""
+    base = loglik(c, _from_x(x))
+    tol = 1e-9 * max(1.0, abs(base))
+    lo, hi = float(x[i]), float(UPPER[i])
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        y = x.copy()
+        y[i] = mid
+        if loglik(c, _from_x(y)) >= base - tol:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def off_the_flat(c: Choices, x: np.ndarray, fixed: np.ndarray | None) -> np.ndarray:
+    """``x``, or a better optimum where the optimiser stopped on a flat stretch of the base
+    rate (every decision at the error cap moves nothing there, so a simplex started on it
+    stays) while a higher likelihood lies elsewhere along it: a scan of the base rate, then
+    the optimiser again from the best point of the scan."""
+    if fixed is not None and fixed[P_CORRECT]:
+        return x
+    base = loglik(c, _from_x(x))
+    grid = np.linspace(LOWER[P_CORRECT], UPPER[P_CORRECT], 101)
+    scan = []
+    for value in grid:
+        y = x.copy()
+        y[P_CORRECT] = value
+        scan.append(loglik(c, _from_x(y)))
+    best = int(np.argmax(scan))
+    if scan[best] <= base + 1e-6 * max(1.0, abs(base)):
+        return x
+    y = x.copy()
+    y[P_CORRECT] = grid[best]
+    return mle_x(c, y, fixed=fixed, step=0.3)
+
+
+def _capped_bound(c: Choices, x: np.ndarray) -> Estimate | None:
+    """The base rate when every decision's error rate sits at the 0.95 cap (the decay held):
+    the lowest rate fits as well as the best, and so does every rate up to some bound, so the
+    data give that bound, not a value. The profile takes the bound (the largest right-move
+    rate that keeps every decision seen at the cap); the interval runs from 0 to where the
+    likelihood has fallen by a one-sided 95 %. None where the base rate has a best value."""
+    base = loglik(c, _from_x(x))
+    low = x.copy()
+    low[P_CORRECT] = LOWER[P_CORRECT]
+    if loglik(c, _from_x(low)) < base - 1e-9 * max(1.0, abs(base)):
+        return None
+    end = plateau_end(c, low, P_CORRECT)
+    if end - LOWER[P_CORRECT] <= 1e-3:
+        return None
+    at_end = x.copy()
+    at_end[P_CORRECT] = end
+    _, hi = edge_interval(c, at_end, P_CORRECT, inward=1.0)
+    reason = (
+        "an upper bound: every decision's error rate is at the 0.95 cap, and any lower rate "
+        "fits as well (the profile takes the largest that keeps them there)"
+    )
+    return Estimate("p_correct", end, 0.0, hi, identified=True, reason=reason)
 
 
 def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | None,
                start: np.ndarray | None = None) -> tuple[list[Estimate], np.ndarray]:  # fmt: skip
     x0 = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE}) if start is None else start
-    x = mle_x(c, x0, fixed=held, step=1.0 if start is None else 0.3)
+    x = off_the_flat(c, mle_x(c, x0, fixed=held, step=1.0 if start is None else 0.3), held)
     derivatives = None if options.extra.get("exact_boot") else task_derivatives(c, x)
     if options.extra.get("exact_boot"):  # refit every resample (slow, exact)
         rng = np.random.default_rng(options.seed)
@@ -604,9 +710,11 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             intervals[q] = (lo_x / unit, hi_x / unit)
         else:
             intervals[q] = (lo_x, hi_x)
-    for unit_weight in UNITS:  # the unit's spread: the pool's scale in every resample
-        intervals[unit_weight] = options.interval([1.0 / pool_unit(_from_x(b), unit_weight)
-                                                   for b in xs])  # fmt: skip
+    for unit_weight in UNITS:  # the unit's spread: the pool's scale in every resample, and
+        # the stretch along which the pool's other weights scale together at little cost
+        lo, hi = options.interval([1.0 / pool_unit(_from_x(b), unit_weight) for b in xs])
+        scan_lo, scan_hi = unit_interval(c, x, unit_weight, options.drop)
+        intervals[unit_weight] = (min(lo, scan_lo), max(hi, scan_hi))
     intervals["w_unchecked"] = (1.0, 1.0)
     out = []
     for q in REPORTED:
@@ -619,6 +727,7 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
             # a scale or a weight: judged by the ratio of its bounds, not their difference
             ok = hi <= 3 * max(lo, 0.05 if q.startswith("w_") else 1.0) and n >= options.min_n
             est.identified = ok
+            est.bounded = not ok and n >= options.min_n
             est.reason = f"n={n} over {tasks} tasks" if ok else f"n={n} < {options.min_n}" if (
                 n < options.min_n) else (
                 f"interval {lo:.3g}..{hi:.3g} spans more than 3x"
@@ -626,9 +735,14 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
                    "rate" if q == "context_scale_tokens" else "")
             )  # fmt: skip
         if q == "w_unchecked":
-            est.identified, est.reason = False, sup.absent[q]
-        elif est.identified and degenerate(lo, hi) and not (q in PARAMS and edges[PARAMS.index(q)]):
-            est.identified, est.reason = (
+            est.identified, est.bounded, est.reason = False, False, sup.absent[q]
+        elif (
+            degenerate(lo, hi)
+            and not (q in PARAMS and edges[PARAMS.index(q)])
+            and (est.identified or est.bounded)
+        ):
+            est.identified, est.bounded, est.reason = (
+                False,
                 False,
                 (
                     "the likelihood does not move with it here (every resample at the same value: "
@@ -661,6 +775,7 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         ("malformed_text", "p_malformed_text", "no plan was ever asked as text"),
         ("sloppy_text", "p_sloppy_text", "no plan was ever asked as text"),
         ("prose_condition", "p_prose_condition", "no written plan step carried a condition"),
+        ("restart_ids", "p_restart_ids", "no plan was written after a step had run"),
     )
     for quantity, parameter, absent in specs:
         rows = table[table["quantity"] == quantity]

@@ -103,6 +103,8 @@ class Estimate:
     reason: str = ""  # why (not) identified, one phrase
     group: str = "pooled"
     note: str = ""  # how it was measured, for the report
+    bounded: bool = False  # not identified only for its interval's width: the data still
+    # exclude values outside it (a profile moves a default into it)
 
 
 @dataclass
@@ -206,7 +208,8 @@ def judged(
         ok, reason = False, f"interval width {hi - lo:.2f} > {options.max_width}"
     else:
         ok, reason = True, f"n={n} over {tasks} tasks"
-    return Estimate(parameter, value, lo, hi, n, tasks, ok, reason, group, note)
+    wide = not ok and reason.startswith("interval width")
+    return Estimate(parameter, value, lo, hi, n, tasks, ok, reason, group, note, bounded=wide)
 
 
 def bernoulli(

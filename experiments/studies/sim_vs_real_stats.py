@@ -36,7 +36,8 @@ MECHANISMS: Mapping[str, str] = {
     "wrong at all)",
     "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency), "
     "w_stop_plan (a plan cut to nothing is refused as empty), "
-    "p_prose_condition (a step's condition written in words the executor cannot evaluate) and "
+    "p_prose_condition (a step's condition written in words the executor cannot evaluate), "
+    "p_restart_ids (a replan numbered from step_1 again, reusing an executed step's id) and "
     "p_correct (how often a decision is wrong at all)",
     "precondition_unverified": "w_premise and w_premise_plan (a guessed argument), w_unchecked "
     "(an omitted post-condition), and p_correct (how often a decision is wrong at all)",

@@ -46,6 +46,9 @@ class SkillProfile(BaseModel):
     p_prose_condition: float = Field(0.0, ge=0, le=1)  # a pre- or post-condition of a plan
     # step written in words, not as an expression the executor can evaluate (each condition
     # written); the executor refuses it: plan_logic_error, as for a real model's
+    p_restart_ids: float = Field(0.0, ge=0, le=1)  # a plan written after steps ran or failed
+    # numbers its steps from step_1 again, reusing ids the log shows; the executor refuses a
+    # replan that reuses an executed id: plan_logic_error, as for a real model's
     evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise (grows with
     # the prompt like the error rate)
     rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
@@ -110,6 +113,7 @@ class SkillProfile(BaseModel):
                 "p_malformed_text": up(self.p_malformed_text),
                 "p_sloppy_text": up(self.p_sloppy_text),
                 "p_prose_condition": up(self.p_prose_condition),
+                "p_restart_ids": up(self.p_restart_ids),
                 "evaluator_noise": self.evaluator_noise * factor,
                 "rollout_optimism": up(self.rollout_optimism),
                 "p_miss_signal": up(self.p_miss_signal),

@@ -334,7 +334,7 @@ class Decider:
             gold = trap_plan
         if gold and gold[0].tool == REPORT_UNREACHABLE:
             gold = []  # the honest plan for an unreachable goal: no steps
-        first = self._first_free_number(obs, context)  # after every id the request shows
+        first = self._numbered_from(self._first_free_number(obs, context))
         ids = {g.key: f"step_{first + i}" for i, g in enumerate(gold)}
         old = context.plan
         steps: list[dict[str, Any]] = []
@@ -381,6 +381,15 @@ class Decider:
         return self._reflected(
             point, self.sim.belief(self.skill, point, ["right", "trap"], self.err, {})
         )
+
+    def _numbered_from(self, first: int) -> int:
+        """The number the plan's steps start from: ``first`` (after every id the request
+        shows), or, with ``p_restart_ids``, 1 again as if nothing had run (a format slip: the
+        ids clash with the log's; no draw where nothing ran or at 0)."""
+        p = self.skill.p_restart_ids
+        if first > 1 and p > 0 and self.rng.random() < p:
+            return 1
+        return first
 
     @staticmethod
     def _first_free_number(obs: list[Obs], context: RequestContext) -> int:

@@ -1,0 +1,145 @@
+"""What a fit reports where the data give a bound rather than a value, and what the written
+profile carries then (``docs/calibration.md``, "Bounds").
+
+- Every decision's error rate at the simulator's 0.95 cap: any lower right-move rate fits as
+  well, so ``p_correct`` is an upper bound; the profile takes the largest rate that keeps every
+  decision seen at the cap.
+- A pool's unit weight far below its pool's other weights (a model that almost never stops
+  early) lies on a long, nearly flat stretch: its interval must span it.
+- A field not identified only because its interval is wide keeps the default, moved into the
+  interval when the data exclude the default.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from planarena.experiments.calibrate import fit as calibrate_fit
+from planarena.experiments.calibrate import table
+from planarena.experiments.calibrate.calibrate import Calibration
+from planarena.experiments.calibrate.observe import observe
+from planarena.experiments.calibrate.registry import Estimate, FitOptions
+from test_calibrate_recovery import sim_run
+
+# A model wrong at (almost) every decision that almost never stops a tool call early (and
+# never omits a check: a step written without one reads as a right step, docs/calibration.md,
+# Limits).
+TRUTH = {"p_correct": 0.02, "systematic_share": 1.0, "w_stop": 0.02, "w_stop_plan": 1.0,
+         "w_unchecked": 0.0}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    run = sim_run(tmp_path_factory.mktemp("capped") / "run", 8, TRUTH, env="[report,research]",
+                  planners="[react,plan_execute_replan]")  # fmt: skip
+    return table.build(observe(run, split="all"))
+
+
+@pytest.fixture(scope="module")
+def peaked(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    """The same model omitting checks too: a step written without its checks reads as a
+    right one, so the base rate has a best value above a flat stretch at the cap."""
+    truth = {k: v for k, v in TRUTH.items() if k != "w_unchecked"}
+    run = sim_run(tmp_path_factory.mktemp("peaked") / "run", 8, truth, env="[report,research]",
+                  planners="[react,plan_execute_replan]")  # fmt: skip
+    return table.build(observe(run, split="all"))
+
+
+def _pooled(frame: pd.DataFrame) -> dict[str, Estimate]:
+    options = FitOptions(boot=200, seed=0)
+    return {e.parameter: e for e in calibrate_fit.fit_decisions(frame, options)
+            if e.group == "pooled"}  # fmt: skip
+
+
+def test_a_rate_at_the_cap_is_an_upper_bound(capped: pd.DataFrame) -> None:
+    est = _pooled(capped)["p_correct"]
+    assert est.identified and est.reason.startswith("an upper bound"), est
+    assert est.lo == 0.0 and est.value is not None and est.hi is not None
+    assert est.lo <= TRUTH["p_correct"] <= est.hi and est.value <= est.hi
+    # the bound: every decision seen is at the cap there (the shortest prompt just so), and
+    # a higher rate would take the shortest prompt's decision off it
+    c = calibrate_fit.choices_of(capped)
+    assert c is not None
+    least = float(np.min(c.scale * (1 + c.tokens / calibrate_fit.DEFAULT_SCALE)))
+    assert (1 - est.value) * least == pytest.approx(0.95, abs=2e-3)
+
+
+def test_a_tiny_unit_weights_interval_spans_its_likelihood_range(capped: pd.DataFrame) -> None:
+    """The stop weight's interval (normalised over its pool) holds the true value and every
+    value the likelihood allows along the pool's scale: at each end of that range, the other
+    weights of the pool (``w_other`` too) scaled together, the log-likelihood is 1.92 below
+    its maximum."""
+    est = _pooled(capped)["w_stop"]
+    true = 3 * TRUTH["w_stop"] / (1.0 + 1.0 + TRUTH["w_stop"])
+    assert est.lo is not None and est.hi is not None and est.value is not None
+    assert est.lo <= true <= est.hi, (true, est)
+    c = calibrate_fit.choices_of(capped)
+    assert c is not None
+    held = np.array([q == "context_scale_tokens" for q in calibrate_fit.PARAMS])
+    x = calibrate_fit.mle_x(c, calibrate_fit._to_x({**calibrate_fit.START,
+                            "context_scale_tokens": 4000.0}), fixed=held)  # fmt: skip
+    lo, hi = calibrate_fit.unit_interval(c, x, "w_stop")
+    ix = {q: i for i, q in enumerate(calibrate_fit.PARAMS)}
+    pool = [ix[q] for q in ("w_hallucinate", "w_premise", "w_other")]
+    rest = x[ix["w_hallucinate"]] + x[ix["w_premise"]]
+
+    def drop(unit: float) -> float:  # the log-likelihood lost at this normalised stop weight
+        y = x.copy()
+        y[pool] *= (3 / unit - 1) / rest
+        return calibrate_fit.loglik(c, calibrate_fit._from_x(x)) - calibrate_fit.loglik(
+            c, calibrate_fit._from_x(y)
+        )
+
+    assert drop(lo) == pytest.approx(1.92, abs=0.05) and drop(hi) == pytest.approx(1.92, abs=0.05)
+    assert est.lo <= lo * 1.01 and hi <= est.hi * 1.01  # the reported interval spans it
+
+
+def test_an_optimiser_stopped_on_the_flat_stretch_moves_off_it(peaked: pd.DataFrame) -> None:
+    """A point where every decision is at the cap (nothing moves there, so a simplex started
+    on it stays): the scan of the base rate finds the better point; and the fit reports a
+    value, not a bound."""
+    c = calibrate_fit.choices_of(peaked)
+    assert c is not None
+    held = np.array([q == "context_scale_tokens" for q in calibrate_fit.PARAMS])
+    best = calibrate_fit.mle_x(c, calibrate_fit._to_x({**calibrate_fit.START,
+                               "context_scale_tokens": 4000.0}), fixed=held)  # fmt: skip
+    on_flat = best.copy()
+    on_flat[calibrate_fit.P_CORRECT] = 0.01
+
+    def ll(x: np.ndarray) -> float:
+        return calibrate_fit.loglik(c, calibrate_fit._from_x(x))
+
+    nudged = on_flat.copy()
+    nudged[calibrate_fit.P_CORRECT] = 0.02
+    assert ll(nudged) == ll(on_flat)  # flat there
+    moved = calibrate_fit.off_the_flat(c, on_flat, held)
+    assert ll(moved) > ll(on_flat) + 1.0
+    est = _pooled(peaked)["p_correct"]
+    assert not est.reason.startswith("an upper bound"), est
+    assert est.value is not None and est.value > 0.1
+
+
+def _cal(*estimates: Estimate) -> Calibration:
+    return Calibration(["run"], "fit", None, list(estimates))  # type: ignore[arg-type]
+
+
+def test_a_wide_interval_moves_a_default_it_excludes() -> None:
+    wide = Estimate("w_stop", 0.01, 0.0, 0.25, 300, 27, False, "interval spans more than 3x",
+                    bounded=True)  # fmt: skip
+    values, kept = _cal(wide).profile()
+    assert values["w_stop"] == 0.25 and any("moved into" in k for k in kept)
+    inside = Estimate("w_premise", 1.9, 0.9, 3.0, 300, 27, False, "wide", bounded=True)
+    assert _cal(inside).profile()[0]["w_premise"] == 1.0  # strong's, inside the interval
+    few = Estimate("rollout_optimism", 1.0, 0.99, 1.0, 7, 15, False, "n=7 < 30")
+    assert _cal(few).profile()[0]["rollout_optimism"] == 0.3  # too few to exclude anything
+    # an optional field takes its shared field's value when that lies inside
+    plan = Estimate("w_hallucinate_plan", 0.4, 0.1, 0.86, 449, 24, False, "wide", bounded=True)
+    assert _cal(plan).profile()[0]["w_hallucinate_plan"] == 0.86
+
+
+def test_a_flat_likelihood_is_not_bounded() -> None:
+    """An interval no wider than rounding (the likelihood does not move) excludes nothing."""
+    est = Estimate("context_scale_tokens", 20.0, 20.0, 20.0, 770, 27, False,
+                   "the likelihood does not move", bounded=False)  # fmt: skip
+    assert _cal(est).profile()[0]["context_scale_tokens"] == 4000
