@@ -6,8 +6,8 @@ profile carries then (``docs/calibration.md``, "Bounds").
   decision seen at the cap.
 - A pool's unit weight far below its pool's other weights (a model that almost never stops
   early) lies on a long, nearly flat stretch: its interval must span it.
-- A field not identified only because its interval is wide keeps the default, moved into the
-  interval when the data exclude the default.
+- A field not identified only because its interval is wide keeps the default, unless the
+  interval excludes the default: then the profile takes the fit's estimate.
 """
 
 from __future__ import annotations
@@ -124,18 +124,20 @@ def _cal(*estimates: Estimate) -> Calibration:
     return Calibration(["run"], "fit", None, list(estimates))  # type: ignore[arg-type]
 
 
-def test_a_wide_interval_moves_a_default_it_excludes() -> None:
+def test_a_wide_interval_that_excludes_the_default_gives_the_estimate() -> None:
     wide = Estimate("w_stop", 0.01, 0.0, 0.25, 300, 27, False, "interval spans more than 3x",
                     bounded=True)  # fmt: skip
     values, kept = _cal(wide).profile()
-    assert values["w_stop"] == 0.25 and any("moved into" in k for k in kept)
+    assert values["w_stop"] == 0.01 and any("the fit's estimate" in k for k in kept)
     inside = Estimate("w_premise", 1.9, 0.9, 3.0, 300, 27, False, "wide", bounded=True)
     assert _cal(inside).profile()[0]["w_premise"] == 1.0  # strong's, inside the interval
     few = Estimate("rollout_optimism", 1.0, 0.99, 1.0, 7, 15, False, "n=7 < 30")
     assert _cal(few).profile()[0]["rollout_optimism"] == 0.3  # too few to exclude anything
-    # an optional field takes its shared field's value when that lies inside
+    # an unset optional field is compared by its shared field's value (strong's 1.0 here)
     plan = Estimate("w_hallucinate_plan", 0.4, 0.1, 0.86, 449, 24, False, "wide", bounded=True)
-    assert _cal(plan).profile()[0]["w_hallucinate_plan"] == 0.86
+    assert _cal(plan).profile()[0]["w_hallucinate_plan"] == 0.4
+    wider = Estimate("w_hallucinate_plan", 0.4, 0.1, 1.2, 449, 24, False, "wide", bounded=True)
+    assert _cal(wider).profile()[0]["w_hallucinate_plan"] is None  # unset: takes the shared
 
 
 def test_a_flat_likelihood_is_not_bounded() -> None:

@@ -56,11 +56,12 @@ class Calibration:
             why = e.reason if e is not None else "no fit measures it"
             values[f] = base[f]
             default = values[SHARED[f]] if base[f] is None else base[f]  # what it draws as
-            moved = _into(default, e)
+            moved = _excluded(default, e)
             if moved is not None:
                 values[f] = moved
-                kept.append(f"{f}: {moved} ({BASE}'s {default} moved into the data's interval "
-                            f"[{e.lo:.4g}, {e.hi:.4g}]; not identified: {why})")  # fmt: skip
+                interval = f"[{e.lo:.4g}, {e.hi:.4g}]"  # type: ignore[union-attr]
+                kept.append(f"{f}: {moved} (the fit's estimate: {BASE}'s {default} is outside "
+                            f"the data's interval {interval}; not identified: {why})")  # fmt: skip
             else:
                 shown = "null" if base[f] is None else base[f]
                 kept.append(f"{f}: {shown} ({BASE}'s; not identified: {why})")
@@ -68,15 +69,16 @@ class Calibration:
         return values, kept
 
 
-def _into(default: float, e: Estimate | None) -> float | None:
-    """``default`` moved to the nearer end of the interval of an estimate that is not
-    identified only for its width (the data still exclude what lies outside it); None where
-    no such interval excludes it."""
-    if e is None or not e.bounded or e.lo is None or e.hi is None:
+def _excluded(default: float, e: Estimate | None) -> float | None:
+    """The estimate of a field not identified only for its interval's width, where that
+    interval excludes ``default`` (the data are enough to rule the default out, not to pin a
+    value: the best guess is theirs, not the default, nor an end of the interval, which is the
+    least likely value in it); None where no such interval excludes it."""
+    if e is None or not e.bounded or e.lo is None or e.hi is None or e.value is None:
         return None
-    if e.lo <= default <= e.hi:
+    if e.lo <= default <= e.hi or not math.isfinite(e.value):
         return None
-    return round(float(min(max(default, e.lo), e.hi)), 4)
+    return round(float(e.value), 4)
 
 
 def calibrate(

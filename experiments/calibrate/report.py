@@ -91,7 +91,8 @@ def write_profile(cal: Calibration, path: str | Path, name: str = "calibrated") 
     head = [
         f"# Skill profile fitted by planarena-calibrate from {', '.join(cal.runs)} "
         f"(split {cal.split}).",
-        f"# Fields the data do not identify keep {BASE}'s value:",
+        f"# Fields the data do not identify keep {BASE}'s value (the fit's estimate where "
+        f"the data exclude {BASE}'s):",
         *[f"#   {k}" for k in kept],
     ]
     text = "\n".join(head) + "\n" + yaml.safe_dump(values, sort_keys=False)
