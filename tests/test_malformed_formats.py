@@ -10,6 +10,7 @@ exactly as before, so every shipped profile's runs are unchanged.
 from __future__ import annotations
 
 import pytest
+from planarena.envs.faults import FaultRule
 from planarena.planners.llm.profiles import MALFORMED_FORMATS, SKILLS, SkillProfile
 
 from tests.conftest import episode, tasks
@@ -70,3 +71,52 @@ def test_scaled_makes_a_smaller_model_break_its_own_formats_more() -> None:
     assert smaller.p_malformed_steps == pytest.approx(0.4)
     assert smaller.p_malformed_action is None  # still p_malformed's, which is scaled
     assert smaller.malformed_rate("action") == pytest.approx(2 * skill.p_malformed)
+
+
+def test_a_replan_takes_the_plans_rate_unless_set() -> None:
+    """``p_malformed_replan`` falls back to ``p_malformed_plan``, which falls back to
+    ``p_malformed``: a replan is a plan first."""
+    skill = SKILLS["weak"].model_copy(update={"p_malformed_plan": 0.6})
+    assert skill.malformed_rate("replan_json") == 0.6
+    assert SKILLS["weak"].malformed_rate("replan_json") == SKILLS["weak"].p_malformed
+    own = skill.model_copy(update={"p_malformed_replan": 0.05})
+    assert own.malformed_rate("replan_json") == 0.05 and own.malformed_rate("plan_json") == 0.6
+
+
+@pytest.mark.parametrize("planner", ["plan_execute_replan", "topo", "tot"])
+def test_a_broken_replan_fails_only_where_a_replan_is_written(planner: str) -> None:
+    """Every replan broken, first plans intact: a perfect model fails once a fault makes it
+    replan (malformed output), and completes where nothing failed."""
+    skill = _perfect("replan_json")
+    wrong_once = FaultRule(kind="wrong_result", tools=["extract_data"], rate=1.0, max_consecutive=1)
+    for task in tasks("medium", n=2):
+        faulted, _ = episode(planner, task, skill=skill, rules=[wrong_once])
+        assert faulted.failure_mode == "malformed_output", (planner, faulted.detail)
+        clean, _ = episode(planner, task, skill=skill)
+        assert clean.success, (planner, clean.detail)
+
+
+def _turns(trace: dict) -> list[bool]:
+    """Per ReAct turn of a trace, whether it came back unparseable."""
+    out = []
+    for e in trace["events"]:
+        if e["event"] == "parse_error":
+            out[-1:] = [True]
+        elif e["event"] == "llm":
+            out.append(False)
+    return out
+
+
+def test_a_persistent_model_breaks_a_format_again_as_it_did_last() -> None:
+    """With ``malformed_persistence`` 1 every ReAct turn of an episode is broken as its first
+    was; at 0 the turns draw afresh (some episodes mix broken and intact turns)."""
+    base = SKILLS["weak"].model_copy(update={"p_malformed_action": 0.4})
+    sticky = base.model_copy(update={"malformed_persistence": 1.0})
+    mixed = 0
+    for task in tasks("medium", n=6):
+        _, trace = episode("react", task, skill=sticky)
+        turns = _turns(trace)
+        assert len(set(turns)) <= 1, (task.task_id, turns)
+        _, fresh = episode("react", task, skill=base)
+        mixed += len(set(_turns(fresh))) > 1
+    assert mixed > 0

@@ -55,7 +55,10 @@ class Calibration:
                 continue
             why = e.reason if e is not None else "no fit measures it"
             values[f] = base[f]
-            default = values[SHARED[f]] if base[f] is None else base[f]  # what it draws as
+            default, shared = base[f], f
+            while default is None:  # an unset field draws as the field it falls back to
+                shared = SHARED[shared]
+                default = values[shared]
             moved = _excluded(default, e)
             if moved is not None:
                 values[f] = moved

@@ -13,8 +13,8 @@ Rows (``quantity``):
 - ``choice``: one choice of one branch of one decision unit (``unit``, ``branch``,
   ``ctype`` action / step / line / persist, ``avail`` the options on offer, ``matches`` the
   options the answer is, ``n_subtle`` / ``n_missed`` the reading);
-- ``malformed`` (``format`` action, candidates, plan_json, steps_json), ``sloppy_json``,
-  ``malformed_text``, ``sloppy_text``: 0/1 per answer;
+- ``malformed`` (``format`` action, candidates, plan_json, replan_json, steps_json),
+  ``sloppy_json``, ``malformed_text``, ``sloppy_text``: 0/1 per answer;
 - ``prose_condition``: 0/1 per condition a freshly written plan carries (1: words, no
   expression);
 - ``restart_ids``: 0/1 per freshly written plan whose request shows step ids (1: its steps
@@ -233,7 +233,8 @@ def extract_plan(d: Decision) -> list[Row]:
         if steps is not None:
             rows.append(d.row("sloppy_text", int(sloppy), format="plan_text"))
     else:
-        rows = [d.row("malformed", int(steps is None), format="plan_json")]
+        own = "replan_json" if d.kind == RequestKind.REVISE_PLAN else "plan_json"
+        rows = [d.row("malformed", int(steps is None), format=own)]
         if steps is not None:
             rows.append(d.row("sloppy_json", int(sloppy), format="plan_json"))
     if steps is None or (ctx is not None and ctx.plan is not None):

@@ -31,7 +31,7 @@ from planarena.experiments.calibrate.registry import (
     register_fit,
     task_resamples,
 )
-from planarena.planners.llm.profiles import MALFORMED_FORMATS, SkillProfile
+from planarena.planners.llm.profiles import MALFORMED_FORMATS, SHARED, SkillProfile
 from planarena.planners.llm.sim_belief import LOOK
 
 KINDS = (
@@ -797,7 +797,60 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
             if fmt and not (quantity == "malformed" and fmt in MALFORMED_FORMATS):
                 out.append(scaled_bernoulli(sub, parameter, options, absent=absent,
                                             group=f"format={fmt}"))  # fmt: skip
+    pooled = {e.parameter: e for e in out if e.group == "pooled"}
+    rates = {fmt: _rate(pooled, own) for fmt, own in MALFORMED_FORMATS.items()}
+    out.append(persistence_fit(table[table["quantity"] == "malformed"], rates, options))
     return out
+
+
+def _rate(pooled: dict[str, Estimate], own: str) -> float | None:
+    """The rate the simulator would draw a format's answers at: its own when identified, else
+    the field it falls back to (``SHARED``), and so on."""
+    name: str | None = own
+    while name is not None:
+        e = pooled.get(name)
+        if e is not None and e.identified and e.value is not None:
+            return float(e.value)
+        name = SHARED.get(name)
+    return None
+
+
+PERSISTENCE_ABSENT = "no format was asked for twice in an episode"
+
+
+def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options: FitOptions
+                    ) -> Estimate:  # fmt: skip
+    """``malformed_persistence`` by maximum likelihood over every answer that follows one in
+    the same format in the same episode: broken as the last one was with chance rho, else a
+    fresh draw at the format's rate (held at its fit). A grid, with its task bootstrap."""
+    keys = ["planner", "task", "trial", "format"]
+    known = {f: r for f, r in rates.items() if r is not None}
+    if rows.empty or not {*keys, "request"} <= set(rows.columns):
+        return judged("malformed_persistence", None, (None, None), 0, 0, options,
+                      absent=PERSISTENCE_ABSENT)  # fmt: skip
+    r = rows[rows["format"].isin(list(known))].sort_values([*keys, "request"])
+    r = r.assign(prev=r.groupby(keys)["outcome"].shift(1)).dropna(subset=["prev"])
+    if r.empty:
+        return judged("malformed_persistence", None, (None, None), 0, 0, options,
+                      absent=PERSISTENCE_ABSENT)  # fmt: skip
+    y = r["outcome"].to_numpy(float)
+    rate = r["format"].map(known).to_numpy(float)
+    fresh = np.where(y == 1, rate, 1 - rate)
+    same = (y == r["prev"].to_numpy(float)).astype(float)
+    grid = np.linspace(0, 1, 1001)
+    per_row = np.log(np.clip(np.outer(grid, same) + np.outer(1 - grid, fresh), 1e-300, None))
+    tasks, t_ix = np.unique(r["task"].to_numpy(str), return_inverse=True)
+    per_task = np.zeros((len(grid), len(tasks)))
+    np.add.at(per_task.T, t_ix, per_row.T)
+    value = float(grid[np.argmax(per_task.sum(axis=1))])
+    rng = np.random.default_rng(options.seed)
+    reps = []
+    for _ in range(options.boot):
+        w = np.bincount(rng.integers(0, len(tasks), len(tasks)), minlength=len(tasks))
+        reps.append(float(grid[np.argmax(per_task @ w)]))
+    return judged("malformed_persistence", value, options.interval(reps), len(r), len(tasks),
+                  options, absent=PERSISTENCE_ABSENT,
+                  note="broken as the last answer in its format and episode was")  # fmt: skip
 
 
 def scaled_bernoulli(rows: pd.DataFrame, parameter: str, options: FitOptions, *, absent: str,

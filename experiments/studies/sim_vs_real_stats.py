@@ -26,7 +26,8 @@ SOURCES = ("real", "sim")
 
 MECHANISMS: Mapping[str, str] = {
     "malformed_output": "p_malformed and its per-format fields (p_malformed_action, "
-    "p_malformed_candidates, p_malformed_plan, p_malformed_steps), p_sloppy_json (JSON "
+    "p_malformed_candidates, p_malformed_plan, p_malformed_replan, p_malformed_steps), "
+    "malformed_persistence (a format broken again as it was last), p_sloppy_json (JSON "
     "plans), p_malformed_text / p_sloppy_text (text plans): output that does not parse",
     "false_success": "p_miss_signal (a wrong result taken at face value), check_coverage "
     "(the plan's checks that would flag it), judge_accuracy (a judge accepting it), w_stop (a "

@@ -37,7 +37,12 @@ class SkillProfile(BaseModel):
     p_malformed_action: float | None = Field(None, ge=0, le=1)  # a ReAct turn
     p_malformed_candidates: float | None = Field(None, ge=0, le=1)  # candidate actions
     p_malformed_plan: float | None = Field(None, ge=0, le=1)  # a Plan JSON (plan, replan)
+    p_malformed_replan: float | None = Field(None, ge=0, le=1)  # a Plan JSON revising the
+    # steps that remain after a failure (None: p_malformed_plan)
     p_malformed_steps: float | None = Field(None, ge=0, le=1)  # candidate next plan steps
+    malformed_persistence: float = Field(0.0, ge=0, le=1)  # a later answer in the same
+    # format in an episode comes out broken (or not) as the last one did, else draws afresh:
+    # the rate over answers stays the format's; 0: every answer draws afresh
     p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
     p_malformed_text: float = Field(0.01, ge=0, le=1)  # a plan asked as text (plan_format
     # text) comes out as one run-on paragraph, no numbered steps: no reader can use it
@@ -80,7 +85,7 @@ class SkillProfile(BaseModel):
         """A field's value; an optional field left unset (:data:`SHARED`) takes its shared
         field's."""
         own = getattr(self, field)
-        return getattr(self, SHARED[field]) if own is None else own
+        return self.resolved(SHARED[field]) if own is None else own
 
     def malformed_rate(self, output_format: str | None = None) -> float:
         """The chance an answer in ``output_format`` (:data:`MALFORMED_FORMATS`) comes out
@@ -128,6 +133,7 @@ MALFORMED_FORMATS: dict[str, str] = {
     "action": "p_malformed_action",
     "candidates": "p_malformed_candidates",
     "plan_json": "p_malformed_plan",
+    "replan_json": "p_malformed_replan",
     "steps_json": "p_malformed_steps",
 }
 """Each output format with its own malformed rate, to its skill field (calibration's names)."""
@@ -139,7 +145,11 @@ PLAN_WEIGHTS: dict[str, str] = {
     "w_stop_plan": "w_stop",
 }
 """Each plan step's own mistake weight, to the shared weight it takes when unset."""
-SHARED: dict[str, str] = {**{f: "p_malformed" for f in MALFORMED_FORMATS.values()}, **PLAN_WEIGHTS}
+SHARED: dict[str, str] = {
+    **{f: "p_malformed" for f in MALFORMED_FORMATS.values()},
+    "p_malformed_replan": "p_malformed_plan",  # a replan is a plan first
+    **PLAN_WEIGHTS,
+}
 """Every optional skill field, to the field whose value it takes when unset."""
 
 

@@ -59,7 +59,7 @@ ANSWERS: Mapping[str, Answer] = MappingProxyType(
     {
         RequestKind.ACT: Decider.act,
         RequestKind.PLAN: Decider.plan,
-        RequestKind.REVISE_PLAN: Decider.plan,
+        RequestKind.REVISE_PLAN: Decider.revise_plan,
         RequestKind.PROPOSE_ACTIONS: Decider.propose_actions,
         RequestKind.PROPOSE_STEPS: Decider.propose_steps,
         RequestKind.RATE_CANDIDATES: Decider.rate_candidates,

@@ -115,10 +115,26 @@ class Decider:
         return min(1.0, max(0.0, value + self.rng.gauss(0.0, noise)))
 
     def _break(self, text: str, output_format: str | None = None) -> str:
-        if self.rng.random() >= self.skill.malformed_rate(output_format):
+        if not self._broken(output_format):
             return text
         cut = self.rng.randint(len(text) // 3, max(len(text) // 3, len(text) - 3))
         return text[:cut]
+
+    def _broken(self, output_format: str | None) -> bool:
+        """Whether this answer comes out beyond repair: a fresh draw at the format's rate, or,
+        with ``malformed_persistence``, the state of this model's last answer in the same
+        format in the episode again (a model that cannot write a format here keeps failing
+        at it; the rate over answers stays the format's). No extra draw at 0."""
+        rate = self.skill.malformed_rate(output_format)
+        rho = self.skill.malformed_persistence
+        if rho <= 0:
+            return self.rng.random() < rate
+        key = (output_format or "", self.skill.name)
+        last = self.sim.last_broken.get(key)
+        repeat = last is not None and self.rng.random() < rho
+        broken = bool(last) if repeat else self.rng.random() < rate
+        self.sim.last_broken[key] = broken
+        return broken
 
     # --- actions (a Thought/Action turn, candidate actions, judging them) -------------------
 
@@ -313,7 +329,12 @@ class Decider:
             ]
         return rendered
 
-    def plan(self, context: RequestContext) -> str:
+    def revise_plan(self, context: RequestContext) -> str:
+        """A plan for the steps that remain after a failure: written as a plan is, broken at
+        the replan's own rate (``p_malformed_replan``)."""
+        return self.plan(context, output_format="replan_json")
+
+    def plan(self, context: RequestContext, output_format: str = "plan_json") -> str:
         """A Plan JSON for what remains after the execution log (a first plan, a replan, or a
         revision of a candidate plan that keeps the steps the model still believes right);
         the same steps as a text plan when the request asks for ``plan_format`` text."""
@@ -363,7 +384,7 @@ class Decider:
         if self.rng.random() < self.skill.p_sloppy_json:
             head, _, tail = text.rpartition("]}")
             text = "```json\n" + head + ",]}" + tail + "\n```"
-        return self._break(text, "plan_json")
+        return self._break(text, output_format)
 
     def _write_text(self, goal: str, steps: list[dict[str, Any]]) -> str:
         """The same plan as numbered steps in prose (the request's ``plan_format`` is text):

@@ -61,6 +61,8 @@ class SimMind:
         self.lessons: dict[str, str] = {}  # reflections this model wrote -> what they concern
         self._noticed: dict[tuple[str, str, str], float] = {}
         self.first_points: dict[str, str] = {}  # decision points of the first plan's steps
+        # whether the last answer in each (format, model) came out broken (malformed_persistence)
+        self.last_broken: dict[tuple[str, str], bool] = {}
         # each observation of a request's context as the oracle reads it, per (object, key):
         # a transcript resends the same objects every turn
         self._observed: dict[tuple[int, str], tuple[Observed, Obs]] = {}
