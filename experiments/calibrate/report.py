@@ -49,7 +49,9 @@ def markdown(cal: Calibration, profile_path: str | None = None) -> str:
         "their decisions with them). A parameter is *identified* when it was observed at "
         "least the minimum number of times and its interval is narrow (probabilities: width "
         "at most 0.5; scales and weights: upper bound at most 3x the lower). Only pooled, "
-        f"identified estimates enter the profile; every other field keeps `{BASE}`'s value.",
+        f"identified estimates enter the profile; every other field keeps `{BASE}`'s value, "
+        f"or takes the estimate where its interval (wide, from enough data) excludes "
+        f"`{BASE}`'s.",
         "",
         "## Pooled estimates",
         "",
