@@ -58,6 +58,20 @@ def episode(
     )
 
 
+def assert_unchanged_by(
+    planner: str, skill: SkillProfile, update: dict[str, Any], *,
+    rules: Sequence[FaultRule] = (), n: int = 3,
+) -> None:  # fmt: skip
+    """``planner`` runs ``n`` medium tasks to the same records (``wall_s`` aside) and traces
+    with ``update`` applied to ``skill`` as without: the update draws nothing there."""
+    changed = skill.model_copy(update=update)
+    for task in tasks("medium", n=n):
+        before, trace = episode(planner, task, skill=skill, rules=rules)
+        after, after_trace = episode(planner, task, skill=changed, rules=rules)
+        same = after.model_dump(exclude={"wall_s"}) == before.model_dump(exclude={"wall_s"})
+        assert same and after_trace == trace, (planner, task.task_id, update)
+
+
 def tasks(
     complexity: str, n: int = 5, seed: int = 0, unreachable_rate: float = 0.0, **env_kwargs: Any
 ) -> list[Task]:
