@@ -185,14 +185,19 @@ def test_a_replan_numbered_from_one_again_recovered(tmp_path: Path) -> None:
 def test_a_broken_format_that_persists_and_a_replans_own_rate_recovered(tmp_path: Path) -> None:
     """First plans broken half the time and replans rarely, every format broken again as it
     was last with chance 0.6: the fit gives the replan its own rate and finds the
-    persistence."""
+    persistence, pooled and per format."""
     truth = {"p_malformed": 0.3, "p_malformed_plan": 0.5, "p_malformed_replan": 0.05,
              "malformed_persistence": 0.6}  # fmt: skip
     run = sim_run(tmp_path / "run", 8, truth, env="[report]",
                   planners="[react,plan_execute_replan,topo]", extra=("faults=heavy",))  # fmt: skip
     est = fitted(run, boot=400)
-    for name in ("malformed_persistence", "p_malformed_plan", "p_malformed_replan"):
+    truth["malformed_persistence_action"] = truth["malformed_persistence_plan"] = 0.6
+    names = ("malformed_persistence", "malformed_persistence_action", "p_malformed_plan",
+             "p_malformed_replan")  # fmt: skip
+    for name in names:
         e = est[name]
         assert e.identified and e.lo is not None and e.hi is not None, e
         assert e.lo <= truth[name] <= e.hi, (name, e.value, e.lo, e.hi)
+    plan = est["malformed_persistence_plan"]  # 54 answers after a plan: wide, but holds it
+    assert plan.lo is not None and plan.hi is not None and plan.lo <= 0.6 <= plan.hi
     assert est["p_malformed_replan"].hi < est["p_malformed_plan"].lo  # told apart

@@ -107,11 +107,20 @@ def _turns(trace: dict) -> list[bool]:
     return out
 
 
+def test_a_formats_persistence_falls_back_as_its_rate_does() -> None:
+    skill = SKILLS["weak"].model_copy(
+        update={"malformed_persistence": 0.3, "malformed_persistence_plan": 0.7}
+    )
+    assert skill.persistence("action") == skill.persistence("scores") == 0.3
+    assert skill.persistence("plan_json") == skill.persistence("replan_json") == 0.7
+    assert SKILLS["weak"].persistence("steps_json") == 0.0  # every shipped profile: 0
+
+
 def test_a_persistent_model_breaks_a_format_again_as_it_did_last() -> None:
-    """With ``malformed_persistence`` 1 every ReAct turn of an episode is broken as its first
-    was; at 0 the turns draw afresh (some episodes mix broken and intact turns)."""
+    """With a ReAct turn's ``malformed_persistence`` 1 every turn of an episode is broken as
+    its first was; at 0 the turns draw afresh (some episodes mix broken and intact turns)."""
     base = SKILLS["weak"].model_copy(update={"p_malformed_action": 0.4})
-    sticky = base.model_copy(update={"malformed_persistence": 1.0})
+    sticky = base.model_copy(update={"malformed_persistence_action": 1.0})
     mixed = 0
     for task in tasks("medium", n=6):
         _, trace = episode("react", task, skill=sticky)

@@ -31,7 +31,12 @@ from planarena.experiments.calibrate.registry import (
     register_fit,
     task_resamples,
 )
-from planarena.planners.llm.profiles import MALFORMED_FORMATS, SHARED, SkillProfile
+from planarena.planners.llm.profiles import (
+    MALFORMED_FORMATS,
+    PERSISTENCE_FORMATS,
+    SHARED,
+    SkillProfile,
+)
 from planarena.planners.llm.sim_belief import LOOK
 
 KINDS = (
@@ -799,7 +804,11 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
                                             group=f"format={fmt}"))  # fmt: skip
     pooled = {e.parameter: e for e in out if e.group == "pooled"}
     rates = {fmt: _rate(pooled, own) for fmt, own in MALFORMED_FORMATS.items()}
-    out.append(persistence_fit(table[table["quantity"] == "malformed"], rates, options))
+    malformed = table[table["quantity"] == "malformed"]
+    out.append(persistence_fit(malformed, rates, options))
+    for fmt, own in PERSISTENCE_FORMATS.items():  # a field per format: in when identified
+        rows = malformed[malformed["format"] == fmt] if "format" in malformed else malformed
+        out.append(persistence_fit(rows, {fmt: rates.get(fmt)}, options, parameter=own))
     return out
 
 
@@ -818,21 +827,23 @@ def _rate(pooled: dict[str, Estimate], own: str) -> float | None:
 PERSISTENCE_ABSENT = "no format was asked for twice in an episode"
 
 
-def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options: FitOptions
-                    ) -> Estimate:  # fmt: skip
-    """``malformed_persistence`` by maximum likelihood over every answer that follows one in
-    the same format in the same episode: broken as the last one was with chance rho, else a
-    fresh draw at the format's rate (held at its fit). A grid, with its task bootstrap."""
+def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options: FitOptions,
+                    parameter: str = "malformed_persistence") -> Estimate:  # fmt: skip
+    """``malformed_persistence`` (or a format's own) by maximum likelihood over every answer
+    that follows one in the same format in the same episode: broken as the last one was with
+    chance rho, else a fresh draw at the format's rate (held at its fit). A grid, with its
+    task bootstrap. Where no answer of the formats ever broke, rho changes nothing."""
     keys = ["planner", "task", "trial", "format"]
     known = {f: r for f, r in rates.items() if r is not None}
     if rows.empty or not {*keys, "request"} <= set(rows.columns):
-        return judged("malformed_persistence", None, (None, None), 0, 0, options,
-                      absent=PERSISTENCE_ABSENT)  # fmt: skip
+        return judged(parameter, None, (None, None), 0, 0, options, absent=PERSISTENCE_ABSENT)
     r = rows[rows["format"].isin(list(known))].sort_values([*keys, "request"])
     r = r.assign(prev=r.groupby(keys)["outcome"].shift(1)).dropna(subset=["prev"])
     if r.empty:
-        return judged("malformed_persistence", None, (None, None), 0, 0, options,
-                      absent=PERSISTENCE_ABSENT)  # fmt: skip
+        return judged(parameter, None, (None, None), 0, 0, options, absent=PERSISTENCE_ABSENT)
+    if not (r["outcome"].astype(float).any() or r["prev"].astype(float).any()):
+        return judged(parameter, None, (None, None), 0, 0, options,
+                      absent="the format never broke, so nothing could persist")  # fmt: skip
     y = r["outcome"].to_numpy(float)
     rate = r["format"].map(known).to_numpy(float)
     fresh = np.where(y == 1, rate, 1 - rate)
@@ -848,7 +859,7 @@ def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options:
     for _ in range(options.boot):
         w = np.bincount(rng.integers(0, len(tasks), len(tasks)), minlength=len(tasks))
         reps.append(float(grid[np.argmax(per_task @ w)]))
-    return judged("malformed_persistence", value, options.interval(reps), len(r), len(tasks),
+    return judged(parameter, value, options.interval(reps), len(r), len(tasks),
                   options, absent=PERSISTENCE_ABSENT,
                   note="broken as the last answer in its format and episode was")  # fmt: skip
 

@@ -43,6 +43,12 @@ class SkillProfile(BaseModel):
     malformed_persistence: float = Field(0.0, ge=0, le=1)  # a later answer in the same
     # format in an episode comes out broken (or not) as the last one did, else draws afresh:
     # the rate over answers stays the format's; 0: every answer draws afresh
+    # the same per output format (None: malformed_persistence; a replan: the plan's)
+    malformed_persistence_action: float | None = Field(None, ge=0, le=1)
+    malformed_persistence_candidates: float | None = Field(None, ge=0, le=1)
+    malformed_persistence_plan: float | None = Field(None, ge=0, le=1)
+    malformed_persistence_replan: float | None = Field(None, ge=0, le=1)
+    malformed_persistence_steps: float | None = Field(None, ge=0, le=1)
     p_sloppy_json: float = Field(0.05, ge=0, le=1)  # JSON in code fences / trailing commas
     p_malformed_text: float = Field(0.01, ge=0, le=1)  # a plan asked as text (plan_format
     # text) comes out as one run-on paragraph, no numbered steps: no reader can use it
@@ -92,6 +98,12 @@ class SkillProfile(BaseModel):
         beyond repair: its own field when set, else ``p_malformed``."""
         return self.resolved(MALFORMED_FORMATS.get(output_format or "", "p_malformed"))
 
+    def persistence(self, output_format: str | None = None) -> float:
+        """The chance an answer in ``output_format`` is broken, or not, as the last one in
+        that format was (:data:`PERSISTENCE_FORMATS`): its own field when set, else the one
+        it falls back to."""
+        return self.resolved(PERSISTENCE_FORMATS.get(output_format or "", "malformed_persistence"))
+
     def judge_noise(self, prompt_tokens: int) -> float:
         """The judge's noise, growing with the prompt's length like the error rate."""
         return self.evaluator_noise * (1.0 + prompt_tokens / self.context_scale_tokens)
@@ -137,6 +149,11 @@ MALFORMED_FORMATS: dict[str, str] = {
     "steps_json": "p_malformed_steps",
 }
 """Each output format with its own malformed rate, to its skill field (calibration's names)."""
+PERSISTENCE_FORMATS: dict[str, str] = {
+    fmt: field.replace("p_malformed", "malformed_persistence")
+    for fmt, field in MALFORMED_FORMATS.items()
+}
+"""Each output format with its own malformed persistence, to its skill field."""
 
 
 PLAN_WEIGHTS: dict[str, str] = {
@@ -148,6 +165,8 @@ PLAN_WEIGHTS: dict[str, str] = {
 SHARED: dict[str, str] = {
     **{f: "p_malformed" for f in MALFORMED_FORMATS.values()},
     "p_malformed_replan": "p_malformed_plan",  # a replan is a plan first
+    **{f: "malformed_persistence" for f in PERSISTENCE_FORMATS.values()},
+    "malformed_persistence_replan": "malformed_persistence_plan",
     **PLAN_WEIGHTS,
 }
 """Every optional skill field, to the field whose value it takes when unset."""

@@ -122,11 +122,11 @@ class Decider:
 
     def _broken(self, output_format: str | None) -> bool:
         """Whether this answer comes out beyond repair: a fresh draw at the format's rate, or,
-        with ``malformed_persistence``, the state of this model's last answer in the same
-        format in the episode again (a model that cannot write a format here keeps failing
-        at it; the rate over answers stays the format's). No extra draw at 0."""
+        with the format's ``malformed_persistence``, the state of this model's last answer in
+        the same format in the episode again (a model that cannot write a format here keeps
+        failing at it; the rate over answers stays the format's). No extra draw at 0."""
         rate = self.skill.malformed_rate(output_format)
-        rho = self.skill.malformed_persistence
+        rho = self.skill.persistence(output_format)
         if rho <= 0:
             return self.rng.random() < rate
         key = (output_format or "", self.skill.name)
