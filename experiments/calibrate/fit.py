@@ -34,7 +34,6 @@ from planarena.experiments.calibrate.registry import (
 from planarena.planners.llm.profiles import (
     MALFORMED_FORMATS,
     PERSISTENCE_FORMATS,
-    SHARED,
     SkillProfile,
 )
 from planarena.planners.llm.sim_belief import LOOK
@@ -803,7 +802,7 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
                 out.append(scaled_bernoulli(sub, parameter, options, absent=absent,
                                             group=f"format={fmt}"))  # fmt: skip
     pooled = {e.parameter: e for e in out if e.group == "pooled"}
-    rates = {fmt: _rate(pooled, own) for fmt, own in MALFORMED_FORMATS.items()}
+    rates = {fmt: _own_rate(pooled, own) for fmt, own in MALFORMED_FORMATS.items()}
     malformed = table[table["quantity"] == "malformed"]
     out.append(persistence_fit(malformed, rates, options))
     for fmt, own in PERSISTENCE_FORMATS.items():  # a field per format: in when identified
@@ -812,19 +811,15 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
     return out
 
 
-def _rate(pooled: dict[str, Estimate], own: str) -> float | None:
-    """The rate the simulator would draw a format's answers at: its own when identified, else
-    the field it falls back to (``SHARED``), and so on."""
-    name: str | None = own
-    while name is not None:
-        e = pooled.get(name)
-        if e is not None and e.identified and e.value is not None:
-            return float(e.value)
-        name = SHARED.get(name)
-    return None
+def _own_rate(pooled: dict[str, Estimate], own: str) -> float | None:
+    """A format's own fitted malformed rate, when identified: a persistence is read against
+    the rate its format's answers show (a format whose rows only bound its rate, such as a
+    candidate list that can keep its first candidates, is left out)."""
+    e = pooled.get(own)
+    return float(e.value) if e is not None and e.identified and e.value is not None else None
 
 
-PERSISTENCE_ABSENT = "no format was asked for twice in an episode"
+PERSISTENCE_ABSENT = "no answer followed another in its format and episode (re-asks aside)"
 
 
 def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options: FitOptions,
@@ -832,12 +827,20 @@ def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options:
     """``malformed_persistence`` (or a format's own) by maximum likelihood over every answer
     that follows one in the same format in the same episode: broken as the last one was with
     chance rho, else a fresh draw at the format's rate (held at its fit). A grid, with its
-    task bootstrap. Where no answer of the formats ever broke, rho changes nothing."""
+    task bootstrap. Where no answer of the formats ever broke, rho changes nothing. A request
+    repeating the very same messages is left out: it is answered as the same sample (a
+    cached reply for a real model), which says nothing about persistence."""
     keys = ["planner", "task", "trial", "format"]
     known = {f: r for f, r in rates.items() if r is not None}
+    if not known:
+        return judged(parameter, None, (None, None), 0, 0, options,
+                      absent="no format's own malformed rate is identified")  # fmt: skip
     if rows.empty or not {*keys, "request"} <= set(rows.columns):
         return judged(parameter, None, (None, None), 0, 0, options, absent=PERSISTENCE_ABSENT)
-    r = rows[rows["format"].isin(list(known))].sort_values([*keys, "request"])
+    r = rows[rows["format"].isin(list(known))]
+    if "occurrence" in r:  # the very same messages again are the same sample, not a new one
+        r = r[r["occurrence"] == 0]
+    r = r.sort_values([*keys, "request"])
     r = r.assign(prev=r.groupby(keys)["outcome"].shift(1)).dropna(subset=["prev"])
     if r.empty:
         return judged(parameter, None, (None, None), 0, 0, options, absent=PERSISTENCE_ABSENT)

@@ -71,6 +71,7 @@ class Decision:
             "planner": self.planner,
             "trial": self.trial,
             "error_scale": self.error_scale,
+            "occurrence": self.occurrence,
             **covariates,
         }
 
