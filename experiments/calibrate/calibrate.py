@@ -13,7 +13,7 @@ import pandas as pd
 from planarena.experiments.calibrate.observe import decisions
 from planarena.experiments.calibrate.registry import FITS, Estimate, FitOptions
 from planarena.experiments.calibrate.table import rows_of
-from planarena.planners.llm.profiles import SHARED, SKILLS, SkillProfile
+from planarena.planners.llm.profiles import SKILLS, SkillProfile
 
 BASE = "strong"
 """The profile whose values stand where the data identify nothing."""
@@ -55,10 +55,8 @@ class Calibration:
                 continue
             why = e.reason if e is not None else "no fit measures it"
             values[f] = base[f]
-            default, shared = base[f], f
-            while default is None:  # an unset field draws as the field it falls back to
-                shared = SHARED[shared]
-                default = values[shared]
+            # what an unset field draws as: the field it falls back to, as fitted so far
+            default = SkillProfile(**{**base, **values}).resolved(f)
             moved = _excluded(default, e)
             if moved is not None:
                 values[f] = moved

@@ -273,11 +273,13 @@ def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
     return rows
 
 
-def free_number(d: Decision) -> int:
-    """The first step number after every id the request shows (1: it shows none)."""
+def free_number(d: Decision, obs: list[Obs] | None = None) -> int:
+    """The first step number after every id the request shows (1: it shows none); ``obs``:
+    the execution log, where the caller has read it already."""
     if d.context is None:
         return 1
-    obs, _ = d.view.execution_log(d.context.observations or ())
+    if obs is None:
+        obs, _ = d.view.execution_log(d.context.observations or ())
     return Decider._first_free_number(obs, d.context)  # noqa: SLF001
 
 
@@ -310,7 +312,8 @@ def _plan_rows(d: Decision, steps: list[Any]) -> list[Row]:
     subtle = view.subtle_keys(obs, flagged)
     failed = next((o for o in reversed(obs) if o.key == failed_id), None)
     can_persist = failed is not None and failed.error is not None and failed.error != "precondition"
-    first = written_number(steps) or free_number(d)  # the ids as the model numbered them
+    number = written_number(steps)  # the ids as the model numbered them
+    first = free_number(d, obs) if number is None else number
     unit = next(_units)
     rows: list[Row] = []
     branch = 0

@@ -857,11 +857,8 @@ def persistence_fit(rows: pd.DataFrame, rates: dict[str, float | None], options:
     per_task = np.zeros((len(grid), len(tasks)))
     np.add.at(per_task.T, t_ix, per_row.T)
     value = float(grid[np.argmax(per_task.sum(axis=1))])
-    rng = np.random.default_rng(options.seed)
-    reps = []
-    for _ in range(options.boot):
-        w = np.bincount(rng.integers(0, len(tasks), len(tasks)), minlength=len(tasks))
-        reps.append(float(grid[np.argmax(per_task @ w)]))
+    reps = [float(grid[np.argmax(per_task @ w)])
+            for w in task_resamples(list(tasks), options.boot, options.seed)]  # fmt: skip
     return judged(parameter, value, options.interval(reps), len(r), len(tasks),
                   options, absent=PERSISTENCE_ABSENT,
                   note="broken as the last answer in its format and episode was")  # fmt: skip

@@ -197,6 +197,7 @@ def judged(
     not observed (``absent`` says what never happened), fewer than ``min_n`` observations or
     ``min_tasks`` tasks, an interval wider than ``max_width``; else identified."""
     lo, hi = interval
+    wide = False  # not identified only for its interval's width (Estimate.bounded)
     if n == 0 or value is None:
         ok, reason = False, absent
     elif n < options.min_n:
@@ -206,10 +207,9 @@ def judged(
     elif lo is None or hi is None:
         ok, reason = False, "no bootstrap interval"
     elif hi - lo > options.max_width:
-        ok, reason = False, f"interval width {hi - lo:.2f} > {options.max_width}"
+        ok, reason, wide = False, f"interval width {hi - lo:.2f} > {options.max_width}", True
     else:
         ok, reason = True, f"n={n} over {tasks} tasks"
-    wide = not ok and reason.startswith("interval width")
     return Estimate(parameter, value, lo, hi, n, tasks, ok, reason, group, note, bounded=wide)
 
 
