@@ -440,6 +440,16 @@ def extract_propose_steps(d: Decision) -> list[Row]:
     return rows
 
 
+def extract_same_answer(d: Decision) -> list[Row]:
+    """A prompt asked again in the episode: 1 when the answer is the first asking's (a
+    greedy decoder repeats itself; a sampler draws afresh), for every request kind."""
+    if d.same_as_first is None:
+        return []
+    return [d.row("same_answer", int(d.same_as_first))]
+
+
+for _kind in RequestKind:
+    register_extractor(_kind, extract_same_answer)
 register_extractor(RequestKind.ACT, extract_act)
 register_extractor(RequestKind.PROPOSE_ACTIONS, extract_propose_actions)
 register_extractor(RequestKind.PLAN, extract_plan)

@@ -90,7 +90,10 @@ def point_options(d: Decision, point: str) -> tuple[tuple[str, ...], bool]:
     if point == PAST_END:
         return ("right",), False
     g = d.view.initial_gold().gold[int(point.split(":")[1])]
-    return step_options(g), bool(g.checks)
+    options = step_options(g)
+    if d.view.mind.other_tool(g) is None:
+        options = tuple(k for k in options if k != "other")
+    return options, bool(g.checks)
 
 
 def _point_covariates(d: Decision, terms: list[tuple[str, str, bool]]) -> dict[str, Any]:

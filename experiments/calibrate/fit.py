@@ -227,6 +227,8 @@ def _static(c: Choices) -> _Static:
     a = c.avail
     action, step = c.ctype == CTYPES["action"], c.ctype == CTYPES["step"]
     line, persist = c.ctype == CTYPES["line"], c.ctype == CTYPES["persist"]
+    # a wrong call that runs is on offer to a confused belief wherever the model made one (an
+    # env whose only other tools are the step's fallback and trap has none for the simulator)
     with_other = a.copy()
     with_other[:, IX["other"]] = 1.0
 
@@ -234,9 +236,7 @@ def _static(c: Choices) -> _Static:
         cols = np.zeros(len(KINDS))
         for k in kinds:
             cols[IX[k]] = 1.0
-        m = with_other * cols * rows[:, None]
-        sim_has = (m.sum(axis=1) - m[:, IX["other"]]) > 0  # the simulator has one on offer
-        return m * sim_has[:, None]
+        return with_other * cols * rows[:, None]
 
     cols = [IX["right"], IX["trap"], IX["persist"]]
     st = _Static(
@@ -556,8 +556,8 @@ NOTES = {
     "p_persist": "belief prefers repeating the failed call",
     "p_miss_signal": "a subtle warning sign overlooked (summed over readings)",
     "systematic_share": "share of errors that are beliefs (mistakes) rather than slips",
-    "w_other": "an action's moves outside the simulator's options (not a profile field)",
-    "w_other_plan": "a plan step's moves outside the simulator's options (not a profile field)",
+    "w_other": "an action's wrong call to another env tool (it runs; the world answers)",
+    "w_other_plan": "a plan step's wrong call to another env tool (it runs; the world answers)",
 }
 POOL_NOTES = {
     ACTION_POOL: "relative weight among an action's mistakes (mean 1)",
@@ -781,6 +781,8 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         ("prose_condition", "p_prose_condition", "no written plan step carried a condition"),
         ("restart_ids", "p_restart_ids", "no plan was written after a step had run"),
     )
+    same = table[table["quantity"] == "same_answer"]  # not an error rate: never scaled
+    out.append(bernoulli(same, "p_same_answer", options, absent="no prompt was asked twice"))
     for quantity, parameter, absent in specs:
         rows = table[table["quantity"] == quantity]
         pooled = rows[rows["format"] != "candidates"] if "format" in rows else rows

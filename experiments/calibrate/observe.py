@@ -104,6 +104,7 @@ class Observer:
         self.native_tools = getattr(inner, "native_tools", False)
         self.index = 0
         self.missed: str | None = None
+        self.first: dict[tuple[str, float], str] = {}  # each prompt's first answer
 
     def _check_cached(
         self, messages: Sequence[Message], request: Request, tools: Sequence[Any] | None
@@ -132,6 +133,9 @@ class Observer:
         out = await self.inner.generate(messages, role=role, model=model, request=request, **extra)
         e = self.episode
         tokens = request.o200k_prompt
+        scale = float(self.scales.get(role, self.scales.get("default", 1.0)))
+        first = self.first.setdefault((request.digest, scale), str(out.text))
+        same = None if request.occurrence == 0 else first == str(out.text)
         self.sink(
             Decision(
                 kind=str(request.kind),
@@ -147,7 +151,8 @@ class Observer:
                 task_id=e.task_id,
                 trial=e.trial,
                 view=self.view,
-                error_scale=float(self.scales.get(role, self.scales.get("default", 1.0))),
+                error_scale=scale,
+                same_as_first=same,
             )
         )
         self.index += 1

@@ -53,6 +53,9 @@ class Decision:
     view: OracleView
     error_scale: float = 1.0
     messages: Sequence[Mapping[str, str]] = ()
+    # a prompt asked before in the episode: whether the answer is the first asking's (None:
+    # a first asking)
+    same_as_first: bool | None = None
 
     @property
     def task(self) -> str:

@@ -40,8 +40,10 @@ MECHANISMS: Mapping[str, str] = {
     "p_prose_condition (a step's condition written in words the executor cannot evaluate), "
     "p_restart_ids (a replan numbered from step_1 again, reusing an executed step's id) and "
     "p_correct (how often a decision is wrong at all)",
-    "precondition_unverified": "w_premise and w_premise_plan (a guessed argument), w_unchecked "
-    "(an omitted post-condition), and p_correct (how often a decision is wrong at all)",
+    "precondition_unverified": "w_premise and w_premise_plan (a guessed argument), w_other and "
+    "w_other_plan (another tool of the env called with the step's arguments, which it "
+    "refuses), w_unchecked (an omitted post-condition), and p_correct (how often a decision "
+    "is wrong at all)",
     "dead_end": "p_trap (the attractive dead end preferred), p_persist (staying on it), "
     "rollout_optimism (a doomed line imagined to succeed)",
     "gave_up_after_tool_failure": "w_stop and w_stop_plan (among wrong decisions, stopping "

@@ -30,6 +30,10 @@ class SkillProfile(BaseModel):
     w_hallucinate_plan: float | None = Field(None, ge=0)  # a plan step invents a tool
     w_premise_plan: float | None = Field(None, ge=0)  # ... takes a guessed argument
     w_stop_plan: float | None = Field(None, ge=0)  # ... ends the plan early
+    w_other: float = Field(0.0, ge=0)  # ... calls another tool of the env than the right
+    # one, with the right step's arguments: a wrong call that still runs, and the world
+    # answers it (0: not on offer, and nothing is drawn for it)
+    w_other_plan: float | None = Field(None, ge=0)  # ... the same for a plan step
     p_malformed: float = Field(0.01, ge=0, le=1)  # output that no parser can repair (every
     # answer but a plan asked as text: a Plan JSON, an Action Input, scores, steps)
     # the same per output format, where a model differs by what it is asked to write (None:
@@ -60,6 +64,9 @@ class SkillProfile(BaseModel):
     p_restart_ids: float = Field(0.0, ge=0, le=1)  # a plan written after steps ran or failed
     # numbers its steps from step_1 again, reusing ids the log shows; the executor refuses a
     # replan that reuses an executed id: plan_logic_error, as for a real model's
+    p_same_answer: float = Field(0.0, ge=0, le=1)  # a prompt asked again in the episode gets
+    # the very answer it got the first time (a model decoding greedily, at temperature 0,
+    # on a server that repeats itself); else a fresh sample. 0: every asking is a sample
     evaluator_noise: float = Field(0.1, ge=0)  # sd of the judge's score noise (grows with
     # the prompt like the error rate)
     rollout_optimism: float = Field(0.3, ge=0, le=1)  # a simulated rollout assumes success
@@ -160,6 +167,7 @@ PLAN_WEIGHTS: dict[str, str] = {
     "w_hallucinate_plan": "w_hallucinate",
     "w_premise_plan": "w_premise",
     "w_stop_plan": "w_stop",
+    "w_other_plan": "w_other",
 }
 """Each plan step's own mistake weight, to the shared weight it takes when unset."""
 SHARED: dict[str, str] = {

@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from planarena.envs.oracle import Oracle
 from planarena.planners.llm.base import Completion, Message, Request
-from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.profiles import ModelProfile, SkillProfile
 from planarena.planners.llm.protocol import NEEDS, ProtocolError, RequestContext, RequestKind
 from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, digest, pick
 from planarena.planners.llm.sim_decider import Decider
@@ -92,10 +93,23 @@ class SimLLM(SimMind):
     that point only, so every request about the same point, from a proposer, a judge or a
     rollout, of any planner, sees the same belief. A *sample* belongs to one request (a hash
     of its messages and its occurrence in the episode), so the same prompt gets the same
-    answer and asking again gives a fresh sample.
+    answer and asking again gives a fresh sample, or, with ``p_same_answer``, the very
+    answer the first asking got (a model decoding greedily, as a real model is usually
+    served for a benchmark).
     """
 
     name = "sim"
+
+    def __init__(
+        self,
+        skill: SkillProfile,
+        oracle: Oracle,
+        *,
+        seed_keys: tuple[object, ...],
+    ) -> None:
+        super().__init__(skill, oracle, seed_keys=seed_keys)
+        # the first answer to each prompt (digest, error scale), kept where p_same_answer > 0
+        self._answered: dict[tuple[str, float], str] = {}
 
     async def generate(
         self, messages: Sequence[Message], *, role: str, model: ModelProfile, request: Request
@@ -111,8 +125,11 @@ class SimLLM(SimMind):
         context = request.context
         if missing := missing_context(kind, context):
             raise ProtocolError(kind, backend="the simulated LLM", answers=ANSWERS, missing=missing)
-        rng = self.draws.rng("llm", request.digest, request.occurrence)
         skill = self.skill_at(model.error_scale)
+        said = self._said_before(request, model.error_scale, skill.p_same_answer)
+        if said is not None:
+            return Completion(text=said)
+        rng = self.draws.rng("llm", request.digest, request.occurrence)
         tokens = request.o200k_prompt
         if tokens is None:
             tokens = count_messages(messages)
@@ -124,4 +141,18 @@ class SimLLM(SimMind):
             repeat=request.occurrence > 0,
             reflections=context.reflections if context is not None else (),
         )
-        return Completion(text=answer(decider, context or RequestContext()))
+        text = answer(decider, context or RequestContext())
+        if skill.p_same_answer > 0:
+            self._answered.setdefault((request.digest, model.error_scale), text)
+        return Completion(text=text)
+
+    def _said_before(self, request: Request, scale: float, p_same: float) -> str | None:
+        """The first answer to this very prompt in the episode, if the model gives it again
+        (chance ``p_same``, one draw per asking; none at 0 or on a first asking)."""
+        if p_same <= 0 or request.occurrence == 0:
+            return None
+        first = self._answered.get((request.digest, scale))
+        if first is None:
+            return None
+        u = self.draws.uniform01("same-answer", request.digest, request.occurrence)
+        return first if u < p_same else None

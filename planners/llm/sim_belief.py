@@ -26,8 +26,12 @@ LOOK = {
     "premise": (0.1, 0.35),  # a guessed argument
     "stop": (0.05, 0.3),  # giving up
     "invented": (0.02, 0.2),  # a tool that does not exist
-    "other": (0.1, 0.3),
+    "other": (0.1, 0.3),  # another tool of the env than the right one
 }
+# Options a confused belief can prefer but a sample never slips to: a call to another tool of
+# the env is a wrong call the model has to believe in. It gets a look only as the preferred
+# option, so proposals, slips and a judge's view are those of the options it sees at the point.
+BELIEVED_ONLY = frozenset({"other"})
 # The options that are a different way to go on (not a mistake of form): what a further
 # sample of the same decision can choose instead of the preferred one.
 ROUTES = frozenset({"right", "trap", "fallback", "persist"})
@@ -39,6 +43,7 @@ ACTION_MISTAKES = {
     "premise": "w_premise",
     "stop": "w_stop",  # gives up after a failure
     "early": "w_stop",  # ... or, with no failure to give up on, answers with what it has
+    "other": "w_other",  # another tool of the env: a wrong call that runs
 }
 PLAN_MISTAKES = {
     "invented": "w_hallucinate_plan",
@@ -46,6 +51,7 @@ PLAN_MISTAKES = {
     "stop": "w_stop_plan",
     "dependency": "w_dependency",
     "unchecked": "w_unchecked",
+    "other": "w_other_plan",
 }
 
 

@@ -202,8 +202,18 @@ class Decider:
         if obs and options.get("trap") != early:
             options["early"] = early
         options["invented"] = (self.sim.invented_tool(g.key), args)
+        other = self._other_tool(g, "w_other")
+        if other is not None:
+            options["other"] = (other, args)
         # options that coincide with the right move are the right move
         return {k: v for k, v in options.items() if k == "right" or v != options["right"]}
+
+    def _other_tool(self, g: GoldStep, weight: str) -> str | None:
+        """The env tool this model would call in place of ``g``, where its mistakes include a
+        wrong call that runs (``weight`` positive; at 0 nothing is drawn, nothing offered)."""
+        if self.skill.resolved(weight) <= 0:
+            return None
+        return self.sim.other_tool(g)
 
     @staticmethod
     def _thought(kind: str, tool: str, gold: list[GoldStep]) -> str:
@@ -289,6 +299,8 @@ class Decider:
             options.remove("dependency")
         if not self.sim.written_checks(self.skill, g):
             options.remove("unchecked")  # no check it would write: none to omit
+        if self._other_tool(g, "w_other_plan") is None:
+            options.remove("other")
         return options
 
     def _step_belief(self, state: str, g: GoldStep) -> Belief:
@@ -304,6 +316,8 @@ class Decider:
         rendered = self.sim.render(self.skill, step, ids)
         if kind == "invented":
             rendered["tool"] = self.sim.invented_tool(g.key)
+        elif kind == "other":
+            rendered["tool"] = self.sim.other_tool(g)
         elif kind == "premise":
             rendered["args"] = self.sim.guess(step.args)
         elif kind == "stop":

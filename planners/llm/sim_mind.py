@@ -17,7 +17,7 @@ from planarena.envs.rng import KeyedDraws
 from planarena.planners.formats import dumps
 from planarena.planners.llm.profiles import SkillProfile
 from planarena.planners.llm.protocol import Observed
-from planarena.planners.llm.sim_belief import LOOK, PREFERRED, Belief, pick
+from planarena.planners.llm.sim_belief import BELIEVED_ONLY, LOOK, PREFERRED, Belief, pick
 from planarena.planners.llm.sim_reading import observation, render_step, step_core
 
 
@@ -56,6 +56,7 @@ class SimMind:
         # and whether the oracle calls it subtle (a transcript is re-read every turn)
         self._read_obs: dict[int, tuple[Obs, str, bool]] = {}
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
+        self._other: dict[str, str | None] = {}  # the env tool it would call instead of a step
         self._checks: dict[tuple[int, str], list[str]] = {}  # the checks a model writes
         self._judge_views: dict[tuple[object, ...], Belief] = {}
         self.lessons: dict[str, str] = {}  # reflections this model wrote -> what they concern
@@ -123,6 +124,18 @@ class SimMind:
             tools = self.oracle.hallucinated_tools()
             tool = tools[int(self.draws.uniform01("invent", key) * len(tools))]
             self._invented[key] = tool
+        return tool
+
+    def other_tool(self, g: GoldStep) -> str | None:
+        """The tool of the env this model would call in place of step ``g`` when it takes a
+        wrong tool (one draw an episode; never the step's own tool, its fallback or its
+        trap's, which are options of their own; None: the env has no other tool)."""
+        if g.key in self._other:
+            return self._other[g.key]
+        own = {g.tool, g.fallback, g.trap.tool if g.trap is not None else None}
+        tools = sorted(t for t in self.oracle.tool_names() if t not in own)
+        tool = tools[int(self.draws.uniform01("other-tool", g.key) * len(tools))] if tools else None
+        self._other[g.key] = tool
         return tool
 
     def written_checks(self, skill: SkillProfile, g: GoldStep) -> list[str]:
@@ -217,7 +230,11 @@ class SimMind:
             top = self._weighted(skill, mistakes, available, u("mistake")) or "right"
 
         def draw_values() -> dict[str, float]:
-            values = {k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k) for k in options}
+            values = {
+                k: LOOK[k][0] + (LOOK[k][1] - LOOK[k][0]) * u("look", k)
+                for k in options
+                if k not in BELIEVED_ONLY
+            }
             values[top] = PREFERRED[0] + (PREFERRED[1] - PREFERRED[0]) * u("look-top")
             return values
 
