@@ -16,7 +16,7 @@ started on the attractive wrong line and whether it repeated the failed call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -402,6 +402,21 @@ def _projected_step(x: np.ndarray, g: np.ndarray, hess: np.ndarray, fixed: np.nd
     return np.clip(x + delta, LOWER, UPPER)
 
 
+def bisect(
+    beyond: Callable[[float], bool], inside: float, outside: float, steps: int
+) -> tuple[float, float]:
+    """``(inside, outside)`` after ``steps`` halvings: the last points along a 1-D path found
+    within and ``beyond`` a fall of the log-likelihood (the three likelihood bounds of this
+    module walk their own paths with it)."""
+    for _ in range(steps):
+        mid = (inside + outside) / 2
+        if beyond(mid):
+            outside = mid
+        else:
+            inside = mid
+    return inside, outside
+
+
 def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92,
                   inward: float | None = None) -> tuple[float, float]:  # fmt: skip
     """For a coordinate at an edge: from the edge to where the log-likelihood, the others
@@ -410,15 +425,13 @@ def edge_interval(c: Choices, x: np.ndarray, i: int, drop: float = 1.92,
     base = loglik(c, _from_x(x))
     if inward is None:
         inward = 1.0 if x[i] - LOWER[i] <= UPPER[i] - x[i] else -1.0
-    lo, hi = 0.0, UPPER[i] - LOWER[i]
-    for _ in range(40):
-        mid = (lo + hi) / 2
+
+    def beyond(t: float) -> bool:
         y = x.copy()
-        y[i] = np.clip(x[i] + inward * mid, LOWER[i], UPPER[i])
-        if base - loglik(c, _from_x(y)) > drop:
-            hi = mid
-        else:
-            lo = mid
+        y[i] = np.clip(x[i] + inward * t, LOWER[i], UPPER[i])
+        return bool(base - loglik(c, _from_x(y)) > drop)
+
+    _, hi = bisect(beyond, 0.0, UPPER[i] - LOWER[i], 40)
     other = float(np.clip(x[i] + inward * hi, LOWER[i], UPPER[i]))
     return (float(x[i]), other) if inward > 0 else (other, float(x[i]))
 
@@ -465,18 +478,16 @@ def unit_interval(c: Choices, x: np.ndarray, unit: str, drop: float = 1.92
         y[others] = np.clip(x[others] * k, LOWER[others], UPPER[others])
         return y
 
+    def beyond(log_k: float) -> bool:
+        return bool(base - loglik(c, _from_x(at(float(np.exp(log_k))))) > drop)
+
     ends = []
     for sign in (1.0, -1.0):  # log k up (the unit shrinks) and down (it grows)
-        inside, outside = 0.0, sign * np.log(1e4)
+        outside = sign * np.log(1e4)
         if base - loglik(c, _from_x(at(float(np.exp(outside))))) <= drop:
             inside = outside  # still within the drop at the range's end
         else:
-            for _ in range(30):
-                mid = (inside + outside) / 2
-                if base - loglik(c, _from_x(at(float(np.exp(mid))))) > drop:
-                    outside = mid
-                else:
-                    inside = mid
+            inside, _ = bisect(beyond, 0.0, outside, 30)
         ends.append(1.0 / pool_unit(_from_x(at(float(np.exp(inside)))), unit))
     return min(ends), max(ends)
 
@@ -622,15 +633,13 @@ def plateau_end(c: Choices, x: np.ndarray, i: int) -> float:
     others held): the far end of a flat stretch, or ``x[i]`` where there is none."""
     base = loglik(c, _from_x(x))
     tol = 1e-9 * max(1.0, abs(base))
-    lo, hi = float(x[i]), float(UPPER[i])
-    for _ in range(50):
-        mid = (lo + hi) / 2
+
+    def beyond(value: float) -> bool:
         y = x.copy()
-        y[i] = mid
-        if loglik(c, _from_x(y)) >= base - tol:
-            lo = mid
-        else:
-            hi = mid
+        y[i] = value
+        return not loglik(c, _from_x(y)) >= base - tol
+
+    lo, _ = bisect(beyond, float(x[i]), float(UPPER[i]), 50)
     return lo
 
 
