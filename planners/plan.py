@@ -75,13 +75,23 @@ SIGNATURE_NOTE = "tool written as a signature"
 _SIGNATURE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*\(.*\)\s*$", re.DOTALL)
 
 
+def tool_as_read(tool: Any, tools: frozenset[str]) -> Any:
+    """The tool a step names, as the parser reads it: a tool written as the prompt's signature
+    line (``search_web(query: string)``) is that tool; anything else stays as written."""
+    if isinstance(tool, str) and tool not in tools:
+        m = _SIGNATURE.match(tool)
+        if m is not None and m.group(1) in tools:
+            return m.group(1)
+    return tool
+
+
 def _signature_tool(tool: str, tools: frozenset[str], step_id: str, notes: list[str]) -> str:
-    """A tool written as the prompt's signature line (``search_web(query: string)``) is that
-    tool, a repair like ReAct's function-call style; any other unknown name is an error."""
-    m = _SIGNATURE.match(tool)
-    if m is not None and m.group(1) in tools:
+    """A tool written as the prompt's signature line is that tool (:func:`tool_as_read`), a
+    repair like ReAct's function-call style; any other unknown name is an error."""
+    read = tool_as_read(tool, tools)
+    if read != tool:
         notes.append(f"{step_id}: {SIGNATURE_NOTE}")
-        return m.group(1)
+        return read
     raise PlanError("unknown_tool", f"{step_id} uses unknown tool {tool!r}")
 
 

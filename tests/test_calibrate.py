@@ -308,3 +308,20 @@ def test_a_candidate_step_is_malformed_when_it_cannot_enter_a_plan(tmp_path: Pat
     for fine in ([{"id": "step_1", "tool": tool, "args": {}}], [{"done": True}]):
         rows = extract.extract_propose_steps(dataclasses.replace(d, text=dumps(fine)))
         assert [r["outcome"] for r in rows if r["quantity"] == "malformed"] == [0], fine
+
+
+def test_a_plan_step_is_read_with_its_tool_as_the_parser_reads_it() -> None:
+    """A tool written as its signature line (``search_web(query: 'x')``) is that tool to the
+    plan parser, so to calibration too: not an invented tool (the shipped 0.5B model wrote a
+    quarter of its plan tools so, and they once read as inventions)."""
+    from planarena.experiments.calibrate.extract import read_plan
+
+    tools = frozenset({"search_web", "parse_pdf"})
+    text = (
+        '{"goal": "g", "steps": [{"id": "step_1", "tool": "search_web(query: \'x\')", '
+        '"args": {"query": "x"}, "depends_on": []}, {"id": "step_2", "tool": "lookup_all", '
+        '"args": {}, "depends_on": []}]}'
+    )
+    steps, _ = read_plan(text, "json", tools)
+    assert steps is not None
+    assert [s["tool"] for s in steps] == ["search_web", "lookup_all"]  # an unknown one stays

@@ -89,6 +89,20 @@ def assert_recovered(estimates: Mapping[str, Estimate], truth: Mapping[str, floa
         assert e.lo <= value <= e.hi, f"{name}: true {value} outside [{e.lo:.3f}, {e.hi:.3f}]"
 
 
+def assert_rate_recovered(
+    tmp_path: Path, run: Path, truth: Mapping[str, float], *, absent: str
+) -> None:
+    """The one rate in ``truth`` is identified in ``run`` and holds its value; a small ReAct
+    run, which never meets it, reports it not identified with ``absent`` as the reason."""
+    ((name, value),) = truth.items()
+    est = fitted(run, boot=200)[name]
+    assert est.identified and est.lo is not None and est.hi is not None, est
+    assert est.lo <= value <= est.hi, (name, est.value, est.lo, est.hi)
+    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
+    none = fitted(react, boot=20)[name]
+    assert not none.identified and none.reason == absent, none
+
+
 def test_proposer_parameters_recovered(tmp_path: Path) -> None:
     run = sim_run(tmp_path / "run", N_TASKS, TRUE)
     assert_recovered(fitted(run), TRUE)
@@ -160,12 +174,7 @@ def test_conditions_in_words_recovered(tmp_path: Path) -> None:
     plan (a whole plan, a replan); a run with none written says so."""
     truth = {"p_prose_condition": 0.2}
     run = sim_run(tmp_path / "run", 6, truth, env="[report]", planners="[plan_execute_replan]")
-    est = fitted(run, boot=200)["p_prose_condition"]
-    assert est.identified and est.lo is not None and est.hi is not None
-    assert est.lo <= 0.2 <= est.hi, (est.value, est.lo, est.hi)
-    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
-    none = fitted(react, boot=20)["p_prose_condition"]
-    assert not none.identified and none.reason == "no written plan step carried a condition"
+    assert_rate_recovered(tmp_path, run, truth, absent="no written plan step carried a condition")
 
 
 def test_a_replan_numbered_from_one_again_recovered(tmp_path: Path) -> None:
@@ -174,12 +183,7 @@ def test_a_replan_numbered_from_one_again_recovered(tmp_path: Path) -> None:
     truth = {"p_restart_ids": 0.3}
     run = sim_run(tmp_path / "run", 8, truth, env="[report]", planners="[plan_execute_replan,topo]",
                   extra=("faults=heavy",))  # fmt: skip
-    est = fitted(run, boot=200)["p_restart_ids"]
-    assert est.identified and est.lo is not None and est.hi is not None, est
-    assert est.lo <= 0.3 <= est.hi, (est.value, est.lo, est.hi)
-    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
-    none = fitted(react, boot=20)["p_restart_ids"]
-    assert not none.identified and none.reason == "no plan was written after a step had run"
+    assert_rate_recovered(tmp_path, run, truth, absent="no plan was written after a step had run")
 
 
 def test_a_broken_format_that_persists_and_a_replans_own_rate_recovered(tmp_path: Path) -> None:
@@ -226,9 +230,4 @@ def test_the_same_answer_to_a_prompt_asked_again_recovered(tmp_path: Path) -> No
     candidate plans with one prompt); a run that never repeats a prompt says so."""
     truth = {"p_same_answer": 0.6}
     run = sim_run(tmp_path / "run", 4, truth, env="[report]", planners="[tot]")
-    est = fitted(run, boot=200)["p_same_answer"]
-    assert est.identified and est.lo is not None and est.hi is not None, est
-    assert est.lo <= 0.6 <= est.hi, (est.value, est.lo, est.hi)
-    react = sim_run(tmp_path / "react", 2, truth, env="[report]", planners="[react]")
-    none = fitted(react, boot=20)["p_same_answer"]
-    assert not none.identified and none.reason == "no prompt was asked twice"
+    assert_rate_recovered(tmp_path, run, truth, absent="no prompt was asked twice")

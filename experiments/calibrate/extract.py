@@ -44,7 +44,7 @@ from planarena.planners.formats import (
 from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_reading import step_core
-from planarena.planners.plan import PlanError, parse_plan
+from planarena.planners.plan import PlanError, parse_plan, tool_as_read
 from planarena.planners.plan_model import canonical_step_id
 from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_text import load_json
@@ -218,7 +218,16 @@ def read_plan(text: str, plan_format: str, tools: Iterable[str]) -> tuple[list[A
     steps = data.get("steps") if isinstance(data, dict) else None
     if not isinstance(steps, list):
         return None, False
-    return steps, bool(repaired or notes)
+    return [as_read(s, tools) for s in steps], bool(repaired or notes)
+
+
+def as_read(step: Any, tools: Iterable[str]) -> Any:
+    """A written step with its tool as the plan parser reads it (a tool written as its
+    signature line is that tool, :func:`~planarena.planners.plan.tool_as_read`)."""
+    if not isinstance(step, dict):
+        return step
+    read = tool_as_read(step.get("tool"), frozenset(tools))
+    return step if read == step.get("tool") else {**step, "tool": read}
 
 
 def extract_plan(d: Decision) -> list[Row]:
@@ -412,7 +421,7 @@ def extract_propose_steps(d: Decision) -> list[Row]:
         candidates = parse_step_candidates(d.text)
     except OutputParseError:
         return [d.row("malformed", 1, format="steps_json")]
-    first = candidates[0] if candidates else {"done": True}
+    first = as_read(candidates[0], d.view.tool_names()) if candidates else {"done": True}
     if not first.get("done") and planner_refuses(
         dumps({"goal": "", "steps": [first]}), d.view.tool_names(), "json"
     ):  # the step the belief wrote cannot enter a plan (a done marker is no step)
@@ -425,12 +434,12 @@ def extract_propose_steps(d: Decision) -> list[Row]:
     if i >= len(init.gold):
         return rows
     g = init.gold[i]
-    matches = step_matches(d.view, candidates[0], g, init.ids, d.view.tool_names())
+    matches = step_matches(d.view, first, g, init.ids, d.view.tool_names())
     unit = next(_units)
     rows.append(
         d.row(
             "choice", _sep(matches), unit=unit, branch=0, ctype="step",
-            avail=_sep(step_avail(g, candidates[0])), matches=_sep(matches),
+            avail=_sep(step_avail(g, first)), matches=_sep(matches),
             n_subtle=0, n_missed=0,
         )
     )  # fmt: skip
