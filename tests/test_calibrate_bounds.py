@@ -145,3 +145,24 @@ def test_a_flat_likelihood_is_not_bounded() -> None:
     est = Estimate("context_scale_tokens", 20.0, 20.0, 20.0, 770, 27, False,
                    "the likelihood does not move", bounded=False)  # fmt: skip
     assert _cal(est).profile()[0]["context_scale_tokens"] == 4000
+
+
+def test_every_decision_at_the_cap_leaves_the_decay_without_a_value() -> None:
+    """At the cap for every decision the base rate and the decay trade off along a ridge:
+    ``all_capped`` says so (the fit then holds the decay and takes the base rate's bound,
+    even where the resamples moved: the shipped ten-task fit once called a decay of 34
+    tokens identified, outside its own interval 37..41); one decision below the cap breaks
+    the ridge."""
+    from types import SimpleNamespace
+
+    from planarena.experiments.calibrate import fit
+
+    def x_at(p_correct: float, scale: float) -> np.ndarray:
+        return fit._to_x({**fit.START, "p_correct": p_correct, "context_scale_tokens": scale})
+
+    capped = SimpleNamespace(scale=np.ones(3), tokens=np.array([600.0, 1200.0, 3000.0]))
+    assert fit.all_capped(capped, x_at(0.10, 4000.0))  # type: ignore[arg-type]
+    assert fit.all_capped(capped, x_at(0.88, 34.0))  # type: ignore[arg-type]
+    assert not fit.all_capped(capped, x_at(0.88, 4000.0))  # type: ignore[arg-type]
+    short = SimpleNamespace(scale=np.ones(2), tokens=np.array([10.0, 3000.0]))
+    assert not fit.all_capped(short, x_at(0.10, 4000.0))  # type: ignore[arg-type]

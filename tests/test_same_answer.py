@@ -1,6 +1,6 @@
 """A prompt asked again (``p_same_answer``): a model decoding greedily gives the very answer it
 gave the first time, where a sampler draws afresh. The shipped 0.5B model, served at
-temperature 0, repeated itself on about three of four prompts asked again (the rest differed:
+temperature 0, repeated itself on about two of three prompts asked again (the rest differed:
 the server is not bit-for-bit deterministic). A planner that asks again unchanged after a
 broken or refused answer is rescued by a sampler and not by a greedy model.
 

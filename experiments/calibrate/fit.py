@@ -589,8 +589,14 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
         ]
     out, x = _estimates(c, options, group, None)
     scale = next(e for e in out if e.parameter == "context_scale_tokens")
-    if scale.identified:
+    if scale.identified and not all_capped(c, x):
         return out
+    if scale.identified:  # on the cap's ridge: resamples that moved do not make it a value
+        scale.identified, scale.value, scale.lo, scale.hi = False, DEFAULT_SCALE, None, None
+        scale.reason = (
+            "every decision's error rate is at the 0.95 cap: the decay cannot be told from "
+            f"the base rate (held at {DEFAULT_SCALE:g})"
+        )
     held = np.array([q == "context_scale_tokens" for q in PARAMS])
     start = x.copy()
     start[held] = _to_x({**START, "context_scale_tokens": DEFAULT_SCALE})[held]
@@ -663,6 +669,14 @@ def off_the_flat(c: Choices, x: np.ndarray, fixed: np.ndarray | None) -> np.ndar
     y = x.copy()
     y[P_CORRECT] = grid[best]
     return mle_x(c, y, fixed=fixed, step=0.3)
+
+
+def all_capped(c: Choices, x: np.ndarray) -> bool:
+    """Whether every decision's error rate sits at the 0.95 cap at ``x``: then the base rate
+    and the decay trade off along a ridge, and neither has a value of its own."""
+    p = _from_x(x)
+    raw = (1 - p["p_correct"]) * c.scale * (1 + c.tokens / p["context_scale_tokens"])
+    return bool(np.all(raw >= 0.95))
 
 
 def _capped_bound(c: Choices, x: np.ndarray) -> Estimate | None:
