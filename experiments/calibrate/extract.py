@@ -218,15 +218,16 @@ def read_plan(text: str, plan_format: str, tools: Iterable[str]) -> tuple[list[A
     steps = data.get("steps") if isinstance(data, dict) else None
     if not isinstance(steps, list):
         return None, False
-    return [as_read(s, tools) for s in steps], bool(repaired or notes)
+    known = frozenset(tools)
+    return [as_read(s, known) for s in steps], bool(repaired or notes)
 
 
-def as_read(step: Any, tools: Iterable[str]) -> Any:
+def as_read(step: Any, tools: frozenset[str]) -> Any:
     """A written step with its tool as the plan parser reads it (a tool written as its
     signature line is that tool, :func:`~planarena.planners.plan.tool_as_read`)."""
     if not isinstance(step, dict):
         return step
-    read = tool_as_read(step.get("tool"), frozenset(tools))
+    read = tool_as_read(step.get("tool"), tools)
     return step if read == step.get("tool") else {**step, "tool": read}
 
 

@@ -134,14 +134,15 @@ class Observer:
         e = self.episode
         tokens = request.o200k_prompt
         scale = float(self.scales.get(role, self.scales.get("default", 1.0)))
-        first = self.first.setdefault((request.digest, scale), str(out.text))
-        same = None if request.occurrence == 0 else first == str(out.text)
+        text = str(out.text)
+        first = self.first.setdefault((request.digest, scale), text)
+        same = None if request.occurrence == 0 else first == text
         self.sink(
             Decision(
                 kind=str(request.kind),
                 role=role,
                 context=snapshot(request.context),
-                text=str(out.text),
+                text=text,
                 prompt_tokens=int(tokens or 0),
                 occurrence=request.occurrence,
                 index=self.index,
