@@ -99,6 +99,17 @@ def endpoint_error(exc: Exception) -> EndpointError:
     return EndpointError(kind, prefix + " ".join(text.split()))
 
 
+def call_timed_out(timeout_s: float) -> EndpointError:
+    """The whole call, SDK retries included, ran past ``timeout_s``: classified here, under
+    the SDK's own timeout name, so it is the same failure mode as the SDK's per-attempt timeout.
+
+    Not built as ``openai.APITimeoutError``: its constructor needs a real request object, and
+    what it reads from one differs across the supported openai range (3.x reads its headers)."""
+    return EndpointError(
+        "APITimeoutError", f"no reply within timeout_s={timeout_s:g} s, retries included"
+    )
+
+
 def episode_key(seed_keys: Sequence[object]) -> str:
     """A short stable identity of an episode (seed, env, task_id, trial)."""
     material = json.dumps([str(k) for k in seed_keys])
@@ -326,8 +337,6 @@ class OpenAIBackend:
         return await self._send(messages, params)
 
     async def _send(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
-        import openai
-
         t_queue = time.perf_counter()
         async with self._shared.semaphore:
             queue_s = time.perf_counter() - t_queue
@@ -337,8 +346,8 @@ class OpenAIBackend:
             )
             try:  # the whole call, SDK retries included, within timeout_s
                 raw = await asyncio.wait_for(create, self.timeout_s)
-            except TimeoutError:  # the SDK's own timeout error, so it is classified alike
-                raise openai.APITimeoutError(request=None) from None  # type: ignore[arg-type]
+            except TimeoutError:
+                raise call_timed_out(self.timeout_s) from None
             wall = time.perf_counter() - start
         response = raw.parse()
         choice = response.choices[0]
