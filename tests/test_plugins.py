@@ -123,6 +123,7 @@ def write_package(where: Path, *, entry_points: bool = True) -> Path:
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
         )
+        (info / "top_level.txt").write_text("my_pkg\n")  # as setuptools writes it
         groups = project["entry-points"]
         (info / "entry_points.txt").write_text(
             "".join(
@@ -234,6 +235,35 @@ def test_their_planner_runs_beside_react_and_completes_episodes(example: Example
     assert all(len(v) == 2 for v in by_planner.values())
     assert any(r["success"] for r in by_planner["my_planner"])
     assert not [r for r in rows if r["failure_mode"] == "harness_error"]
+
+
+def test_a_resume_under_edited_plugin_code_is_refused_naming_the_plugin(tmp_path: Path) -> None:
+    """The plug-in's code is part of the run's identity: run.json names the distribution and
+    a digest of its sources, and a rerun into the same dir after an edit of the plug-in's
+    planner is refused (one line, exit 2) naming the plug-in and both digests, instead of
+    reusing records the old code made."""
+    pythonpath = write_package(tmp_path)
+    cmd = (
+        "planarena planner=my_planner env=report n_tasks=1 complexity=simple progress=false "
+        "figures=false hydra.run.dir=runs/edited"
+    )
+    first = sh(cmd, tmp_path, pythonpath)
+    assert first.returncode == 0, first.stderr[-2000:]
+    run = json.loads((tmp_path / "runs" / "edited" / "run.json").read_text())
+    (plugin,) = run["code"]["plugins"]
+    assert plugin["package"] == "my_pkg" and plugin["distribution"] == "my-pkg"
+    again = sh(cmd, tmp_path, pythonpath)  # the same code: resumed, nothing to run
+    assert again.returncode == 0 and "0 to run" in again.stderr
+    planner = pythonpath / "my_pkg" / "planner.py"
+    planner.write_text(planner.read_text() + "\n# an edit that changes no behaviour\n")
+    edited = sh(cmd, tmp_path, pythonpath)
+    assert edited.returncode == 2, edited.stderr[-2000:]
+    line = one_line(edited)
+    old = plugin["source_sha256"][:8]
+    new = json.loads((tmp_path / "runs" / "edited" / "run.json").read_text())  # kept
+    assert new["code"]["plugins"] == [plugin]
+    assert "plug-in my-pkg 0.1 (my_pkg)" in line and f"source {old} -> " in line, line
+    assert line.split(f"source {old} -> ")[1][:8] != old
 
 
 def test_their_python_env_runs_with_every_kind_of_planner(example: Example) -> None:

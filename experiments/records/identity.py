@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from planarena.experiments.records.provenance import RUN_SCHEMA_VERSION, code_version, same_code
+from planarena.experiments.records.provenance import (
+    RUN_SCHEMA_VERSION,
+    code_version,
+    plugin_changes,
+    same_code,
+)
 from planarena.experiments.records.provenance import describe as describe_code
 from planarena.experiments.records.schema import EPISODES, TRACES
 
@@ -139,6 +144,14 @@ def set_aside(out_dir: Path) -> str | None:
     return suffix
 
 
+def _code_difference(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """What differs between the code that made a dir's records and this code, as the end
+    of "holds records made by ...": planarena's own sources, or the plug-ins that changed."""
+    if old and old.get("source_sha256") == new.get("source_sha256"):
+        return f"other plug-in code ({'; '.join(plugin_changes(old, new))})"
+    return f"{describe_code(old)}, not by this {describe_code(new)}"
+
+
 def claim_identity(
     out_dir: Path,
     config: Mapping[str, Any],
@@ -176,9 +189,9 @@ def claim_identity(
         if not same_code(old.get("code"), code):
             if resume != "force":
                 raise RunDirError(
-                    f"{out_dir} holds records made by {describe_code(old.get('code'))}, not by "
-                    f"this {describe_code(code)}; use a new hydra.run.dir, resume=force to "
-                    "resume anyway (run.json records it), or resume=false to start over"
+                    f"{out_dir} holds records made by {_code_difference(old.get('code'), code)}; "
+                    "use a new hydra.run.dir, resume=force to resume anyway (run.json records "
+                    "it), or resume=false to start over"
                 )
             run = {**old, "resumed_under": [*old.get("resumed_under", []), code]}
             write_json_atomic(run_file, run)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import platform
 import subprocess
+import sys
+from collections.abc import Iterable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -60,6 +62,70 @@ def source_digest(root: Path = PACKAGE_ROOT) -> str:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+PLUGIN_SUFFIXES = (*SOURCE_SUFFIXES, ".json", ".j2", ".txt")
+
+
+def _package_digest(folder: Path) -> str:
+    """SHA-256 over a package folder's source files (relative path and bytes, in path order)."""
+    digest = hashlib.sha256()
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix in PLUGIN_SUFFIXES and p.is_file() and "__pycache__" not in p.parts
+    )
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _source_of(package: str) -> tuple[Path | None, str]:
+    """(the folder, or single file, of an imported top-level package; how to hash it)."""
+    module = sys.modules.get(package)
+    file = getattr(module, "__file__", None)
+    if file is None:  # a namespace package: its first folder
+        paths = list(getattr(module, "__path__", []) or [])
+        return (Path(paths[0]) if paths else None), "folder"
+    path = Path(file)
+    return (path.parent, "folder") if path.name == "__init__.py" else (path, "file")
+
+
+def plugin_sources(objects: Iterable[object]) -> list[dict[str, Any]]:
+    """The code outside planarena that ``objects`` (a run's planners, envs, ...) come from:
+    one entry per top-level package, with its distribution's name and version (None for
+    code not installed as a distribution) and a digest of the package's installed sources.
+
+    ``run.json`` carries it, so a resume under an edited plug-in is refused as one under
+    edited planarena code is (the config alone names a plug-in's class, not its code)."""
+    packages = sorted(
+        {
+            type(obj).__module__.split(".")[0]
+            for obj in objects
+            if type(obj).__module__.split(".")[0] not in {"planarena", "builtins"}
+        }
+    )
+    owners = metadata.packages_distributions()
+    out = []
+    for package in packages:
+        dist = (owners.get(package) or [None])[0]
+        where, kind = _source_of(package)
+        if where is None:
+            digest = None
+        elif kind == "folder":
+            digest = _package_digest(where)
+        else:
+            digest = hashlib.sha256(where.read_bytes()).hexdigest()
+        out.append(
+            {
+                "package": package,
+                "distribution": dist,
+                "version": _version(dist) if dist else None,
+                "source_sha256": digest,
+            }
+        )
+    return out
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -120,6 +186,37 @@ def describe(code: dict[str, Any] | None) -> str:
     return f"planarena {code.get('planarena')} ({'; '.join(parts)})"
 
 
+def _plugin_label(entry: dict[str, Any]) -> str:
+    name = entry.get("distribution") or entry.get("package")
+    version = f" {entry['version']}" if entry.get("version") else ""
+    return f"{name}{version}"
+
+
+def plugin_changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """One phrase per plug-in package whose code differs between two code versions:
+    ``plug-in my_planners 0.1.0: source 1a2b3c4d -> 5e6f7a8b`` (or added, removed)."""
+    before = {e["package"]: e for e in (old or {}).get("plugins", [])}
+    after = {e["package"]: e for e in new.get("plugins", [])}
+    changes = []
+    for package in sorted(before.keys() | after.keys()):
+        a, b = before.get(package), after.get(package)
+        if a is None and b is not None:
+            changes.append(f"plug-in {_plugin_label(b)} ({package}): not in the old run")
+        elif b is None and a is not None:
+            changes.append(f"plug-in {_plugin_label(a)} ({package}): not in this run")
+        elif a is not None and b is not None and a.get("source_sha256") != b.get("source_sha256"):
+            changes.append(
+                f"plug-in {_plugin_label(b)} ({package}): source "
+                f"{str(a.get('source_sha256'))[:8]} -> {str(b.get('source_sha256'))[:8]}"
+            )
+    return changes
+
+
 def same_code(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
-    """Whether records made by ``old`` code may be resumed by ``new`` code: the same sources."""
-    return bool(old) and old.get("source_sha256") == new.get("source_sha256")
+    """Whether records made by ``old`` code may be resumed by ``new`` code: the same sources,
+    planarena's and every plug-in's."""
+    return (
+        bool(old)
+        and old.get("source_sha256") == new.get("source_sha256")
+        and not plugin_changes(old, new)
+    )

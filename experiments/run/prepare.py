@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hydra.utils import instantiate
@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from planarena.envs.base import Env, ParamError
 from planarena.envs.faults import FaultConfig, with_duration_scale
 from planarena.experiments.records.identity import FAMILY_DIGEST
+from planarena.experiments.records.provenance import code_version, plugin_sources
 from planarena.experiments.run.episode import EpisodeContext
 from planarena.experiments.run.jobs import JobList, build_jobs, fault_config
 from planarena.experiments.run.llm_factory import (
@@ -65,6 +66,13 @@ class Prepared:
     contexts: list[EpisodeContext]
     """One per cell of the study (one in a plain run), without the run's ``config_id``
     (:func:`with_config_id` adds it once the run dir is claimed)."""
+    plugins: list[dict[str, Any]] = field(default_factory=list)
+    """The code outside planarena the planners and envs come from (``run.json``'s
+    ``code.plugins``: a resume under an edited plug-in is refused)."""
+
+    def code(self) -> dict[str, Any]:
+        """This run's code version: planarena's, and the plug-ins it loaded."""
+        return {**code_version(), "plugins": self.plugins}
 
     @property
     def cells(self) -> list[str]:
@@ -209,4 +217,5 @@ def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepare
         raise ConfigError(f"study={container.get('study')}: {exc.args[0]}") from None
     contexts = [context_for(cfg, container, planners, envs, faults, c) for c in cells]
     jobs = build_jobs(cfg, planners, envs, faults, cells=labels)
-    return Prepared(cfg, container, planners, envs, faults, jobs, contexts)
+    plugins = plugin_sources([*planners.values(), *envs.values()])
+    return Prepared(cfg, container, planners, envs, faults, jobs, contexts, plugins)

@@ -112,7 +112,7 @@ def run(
     held = lock or RunLock(out_dir)
     try:
         resume: bool | str = "force" if cfg.resume == "force" else bool(cfg.resume)
-        config_id = claim_identity(out_dir, prepared.container, resume=resume)
+        config_id = claim_identity(out_dir, prepared.container, resume=resume, code=prepared.code())
         if on_claim is not None:
             on_claim(config_id)
         done: set[tuple[str, str, str, str, int, int, str, str]] = set()
