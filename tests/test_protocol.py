@@ -228,13 +228,16 @@ def test_a_request_the_simulator_does_not_model_ends_as_a_named_harness_error(
     record, trace = simulate(planner, _OneRequest(planner, kind), env, task, skill=SKILLS["strong"])
     assert record.failure_mode == "harness_error" and record.stop_reason == "harness_error"
     assert not record.success
-    assert record.detail.startswith(f"ProtocolError: planner {planner} sent a request {says}")
+    source = f"plug-in {_OneRequest.__module__.split('.')[0]}"  # not planarena's code
+    cause = f"{source}; a rerun will not help until it is fixed"
+    prefix = f"ProtocolError: planner {planner} ({cause}) sent a request {says}"
+    assert record.detail.startswith(prefix), record.detail
     if "without context" in says:  # what it must carry
         assert "pass context=RequestContext(...)" in record.detail
     else:  # what it could have asked for
         assert "act, plan, revise_plan" in record.detail
     (event,) = [e for e in trace["events"] if e["event"] == "harness_error"]
-    assert event["error"] == record.detail
+    assert event["error"].startswith(record.detail)  # the record keeps its first 300 chars
     parse_event(event)  # a valid trace line
 
 
@@ -431,3 +434,30 @@ def test_the_same_messages_get_the_same_draws_whatever_kind_they_are_sent_as() -
 
     for occurrence in range(4):
         assert ask("plan", occurrence) == ask("revise_plan", occurrence)
+
+
+def test_a_plugins_protocol_error_sums_up_whole_naming_the_plugin_and_no_blind_rerun() -> None:
+    """The job's closing line quotes a long ProtocolError at a word boundary (no bracket cut
+    open), and tells the user to fix the code the error names before a rerun, since the same
+    planner sends the same request again; an endpoint's failure keeps the plain rerun advice."""
+    import pandas as pd
+    from planarena.experiments.run.runner import harness_error_summary
+
+    env = env_from_config("report")
+    (task,) = env.generate(1, seed=0, complexity="medium")
+    planner = _OneRequest("my_typo_planner", "reflekt")
+    record, _ = simulate("my_typo_planner", planner, env, task, skill=SKILLS["strong"])
+    rows = pd.DataFrame([{"failure_mode": "harness_error", "detail": record.detail}] * 2)
+    line = harness_error_summary(rows)
+    assert line.startswith("2 harness_error episode(s) (errors of the harness or of a planner")
+    assert "2x ProtocolError: planner my_typo_planner (plug-in test_protocol; a rerun" in line
+    quoted = line.split("2x ", 1)[1]
+    assert quoted.count("(") - quoted.count(")") <= 1, line  # at most the cut sentence's own
+    assert not re.search(r"\($|\(;", line) and " ...;" in line
+    assert line.endswith(
+        "fix the code the error names, then rerun the same command to run them again"
+    )
+    endpoint = pd.DataFrame(
+        [{"failure_mode": "infrastructure_error", "detail": "APITimeoutError: x"}]
+    )
+    assert harness_error_summary(endpoint).endswith("; rerun the same command to run them again")

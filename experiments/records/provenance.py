@@ -128,6 +128,22 @@ def plugin_sources(objects: Iterable[object]) -> list[dict[str, Any]]:
     return out
 
 
+DETERMINISTIC = "a rerun will not help"
+"""The words an error's detail carries when rerunning it would fail the same way."""
+
+
+def code_source(obj: object) -> str:
+    """Whose code ``obj`` is, for an error message: ``plug-in my-pkg 0.1 (my_pkg)``, or
+    ``planarena`` for its own."""
+    package = type(obj).__module__.split(".")[0]
+    if package == "planarena":
+        return "planarena"
+    dist = (metadata.packages_distributions().get(package) or [None])[0]
+    version = _version(dist) if dist else None
+    label = f"{dist} {version}" if dist and version else (dist or package)
+    return f"plug-in {label} ({package})" if dist else f"plug-in {package}"
+
+
 def _git(root: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(

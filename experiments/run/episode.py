@@ -23,6 +23,7 @@ from planarena.envs.rng import derive_seed
 from planarena.envs.tools import PLAN_LOGIC, ToolCallRecord
 from planarena.experiments.records.checks import with_check_counts
 from planarena.experiments.records.planner_notes import with_planner_notes
+from planarena.experiments.records.provenance import DETERMINISTIC, code_source
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
 from planarena.experiments.run.llm_factory import model_profiles
 from planarena.planners.base import Planner, PlannerResult, TaskView
@@ -268,7 +269,11 @@ async def _play(
         grade = Grade(False, 0.0, detail="infrastructure error: not measured")
         return _Outcome(PlannerResult(None, "gave_up", error), grade, INFRASTRUCTURE_ERROR, error)
     except ProtocolError as exc:  # the planner asked what the backend does not model: ours
-        error = f"ProtocolError: planner {job.planner_name} sent {exc}"
+        source = code_source(ctx.planners[job.planner_name])
+        error = (  # first what no cut of the detail may lose: whose code, and no rerun
+            f"ProtocolError: planner {job.planner_name} ({source}; {DETERMINISTIC} until it "
+            f"is fixed) sent {exc}"
+        )
         trace.append(
             {"event": "harness_error", "error": error, "traceback": traceback.format_exc(limit=8)}
         )

@@ -45,6 +45,7 @@ from planarena.experiments.records import (
     repair_run_dir,
     write_json_atomic,
 )
+from planarena.experiments.records.provenance import DETERMINISTIC
 from planarena.experiments.run.cost_cap import CostCapReached
 from planarena.experiments.run.llm_factory import (
     ConfigError,
@@ -176,24 +177,42 @@ def finish(
 
 
 _NOT_MEASURED_WHY = {
-    "harness_error": "bugs of ours, see traces.jsonl",
+    "harness_error": "errors of the harness or of a planner's code, see traces.jsonl",
     INFRASTRUCTURE_ERROR: "the LLM endpoint failed, not the agent; left out of the tables",
 }
+DETAIL_CHARS = 240
+"""How much of one error's detail a summary line shows (cut at a word, marked with ...)."""
+
+
+def _shortened(detail: str, limit: int = DETAIL_CHARS) -> str:
+    """``detail`` on one line, cut at a word boundary with ``...`` when longer than ``limit``
+    (never mid-word, and never ending on an opening bracket the cut left open)."""
+    text = " ".join(str(detail).split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:([{") + " ..."
 
 
 def harness_error_summary(df: pd.DataFrame) -> str:
     """``N harness_error episode(s) (...): 3x KeyError: ...; ...`` (the most common first),
-    and the same for ``infrastructure_error``."""
-    parts = []
+    and the same for ``infrastructure_error``; then what to do: rerun (an endpoint's failure),
+    or fix the code first (an error whose detail says a rerun repeats it)."""
+    parts, deterministic = [], False
     for mode, why in _NOT_MEASURED_WHY.items():
         errors = df[df["failure_mode"] == mode]
         if errors.empty:
             continue
-        counts = Counter(str(d)[:120] for d in errors["detail"])
+        counts = Counter(_shortened(d) for d in errors["detail"])
+        deterministic |= any(DETERMINISTIC in str(d) for d in errors["detail"])
         top = "; ".join(f"{n}x {d}" for d, n in counts.most_common(3))
         more = f"; and {len(counts) - 3} other error(s)" if len(counts) > 3 else ""
         parts.append(f"{len(errors)} {mode} episode(s) ({why}): {top}{more}")
-    return "; ".join(parts) + "; rerun the same command to run them again"
+    advice = (
+        "fix the code the error names, then rerun the same command to run them again"
+        if deterministic
+        else "rerun the same command to run them again"
+    )
+    return "; ".join(parts) + f"; {advice}"
 
 
 def save_hydra_files(out_dir: Path, cfg: DictConfig) -> None:
