@@ -27,6 +27,10 @@ def run_and_exit(command: Callable[[], int | None]) -> NoReturn:
         status: int | str | None = command()
     except SystemExit as exc:
         status = exc.code
+    except BrokenPipeError:  # the reader went away (``planarena --help | head``): not an error
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
     if isinstance(status, str):  # sys.exit("message"): printed, status 1
         print(status, file=sys.stderr)
         status = 1

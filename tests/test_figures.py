@@ -23,6 +23,7 @@ from planarena.experiments.analysis.figures import (
     PAGE_HEIGHT_IN,
     SINGLE_COLUMN_IN,
     cost_per_success_interval,
+    failure_modes_figure,
     pareto_front,
     planner_colors,
     planner_styles,
@@ -331,6 +332,21 @@ def test_latency_rows_tell_p50_from_p99_and_planners_apart(
         assert len(mine) == 2 and "white" in faces, planner
 
 
+def test_failure_shares_carry_how_many_failures_they_are_of() -> None:
+    """One failed episode draws a full bar, as eight do: the count printed beside each bar
+    is the planner's failed episodes in that cell, so the two cannot be mistaken."""
+    df = make_episodes(planners=("a", "b", "c"), envs=("report",), n_tasks=9)
+    df = df[df["complexity"] == "simple"].reset_index(drop=True)
+    task = df["task_id"].str.rsplit("-", n=1).str[1].astype(int)
+    failed = ((df["planner"] == "a") & (task == 0)) | ((df["planner"] == "b") & (task < 8))
+    df["success"] = ~failed
+    df["failure_mode"] = np.where(failed, "dead_end", "none")
+    fig = failure_modes_figure(df, planner_order=["a", "b", "c"], width=DOUBLE_COLUMN_IN)
+    (ax,) = [a for a in fig.axes if a.texts]
+    by_row = {round(t.get_position()[1]): t.get_text() for t in ax.texts}
+    assert by_row == {0: "1", 1: "8", 2: "none failed"}
+
+
 def test_no_tick_reads_0_99_and_no_failure_bar_goes_below_zero(
     drawn: dict[tuple[str, float], Figure],
 ) -> None:
@@ -344,8 +360,10 @@ def test_no_tick_reads_0_99_and_no_failure_bar_goes_below_zero(
             assert ax.get_xlim()[0] >= 0.0
             for patch in ax.patches:
                 assert patch.get_path().vertices[:, 0].min() >= -1e-12
-            # no bare numbers printed in the panels (the old counts above the bars)
-            assert not [t for t in ax.texts if t.get_text().strip().isdigit()]
+            # each bar's count of failed episodes stands right of it (x > 1), never on a bar
+            counts = [t for t in ax.texts if t.get_text().strip().isdigit()]
+            assert all(t.get_position()[0] > 1.0 for t in counts)
+            assert ax.get_xlim()[1] > 1.0  # room for them inside the panel
             for label in ax.get_xticklabels() + ax.get_yticklabels():
                 assert label.get_rotation() == 0.0
 

@@ -29,9 +29,9 @@ from planarena.experiments.analysis.cells import (
     success_bool,
     swept_keys,
 )
-from planarena.experiments.analysis.comparisons import _task_rates
+from planarena.experiments.analysis.comparisons import _task_rates, paired_difference
 from planarena.experiments.analysis.power import tasks_for_power
-from planarena.experiments.analysis.stats import holm, sign_test_p
+from planarena.experiments.analysis.stats import derive_seed, holm, sign_test_p
 from planarena.experiments.records.runs import with_swept_columns
 from planarena.experiments.records.schema import measured
 
@@ -62,6 +62,9 @@ class Versus:
     p: float
     p_holm: float = math.nan
     tasks_needed: float = math.nan  # for 80% power, when not separable
+    diff: float = math.nan  # best minus this planner, mean over the tasks both ran
+    diff_low: float = math.nan  # its 95% paired task-bootstrap interval (separable ones)
+    diff_high: float = math.nan
 
     @property
     def separable(self) -> bool:
@@ -121,7 +124,9 @@ def best_vs_others(df: pd.DataFrame, *, planner_order: Sequence[str] | None = No
             diff = both[best].to_numpy() - both[other].to_numpy()
             wins_b, wins_o = int((diff > 0).sum()), int((diff < 0).sum())
             p = sign_test_p(wins_b, wins_o)
-            cell.others.append(Versus(other, float(rate[other]), len(both), wins_b, wins_o, p))
+            versus = Versus(other, float(rate[other]), len(both), wins_b, wins_o, p)
+            versus.diff = float(diff.mean())
+            cell.others.append(versus)
         cells.append(cell)
     cells = _sorted(cells, groups)
     tests = [v for c in cells for v in c.others]
@@ -129,11 +134,64 @@ def best_vs_others(df: pd.DataFrame, *, planner_order: Sequence[str] | None = No
         v.p_holm = adjusted
     k = sum(v.separable for v in tests)
     tie_alpha = ALPHA / max(len(tests) - k, 1)
+    for cell in cells:  # the separable differences get their paired interval
+        for v in cell.others:
+            if v.separable:
+                v.diff_low, v.diff_high = _paired_interval(work, cell, v.planner, on, groups)
     for v in tests:
         if not v.separable:
             p10, p01 = v.wins_best / v.n_tasks, v.wins_other / v.n_tasks
             v.tasks_needed = tasks_for_power(p10, p01, alpha=tie_alpha, power=POWER)
     return Headline(cells, len(tests), tie_alpha)
+
+
+def _paired_interval(
+    work: pd.DataFrame, cell: Cell, other: str, on: Sequence[str], groups: Sequence[str]
+) -> tuple[float, float]:
+    """The 95% paired task-bootstrap interval of ``best - other`` in ``cell`` (seeded by the
+    cell and the pair, as :func:`~planarena.experiments.analysis.comparisons.paired_difference`
+    computes it), so a headline quotes the same interval on every rerun."""
+    mask = np.ones(len(work), dtype=bool)
+    for k in groups:
+        mask &= (work[k] == cell.key[k]).to_numpy()
+    sub = work[mask & work["planner"].isin([cell.best, other]).to_numpy()]
+    seed = derive_seed(0, *map(str, cell.key.values()), cell.best, other, "headline")
+    stats = paired_difference(sub, cell.best, other, seed=seed, on=on)
+    return float(stats["ci_low"]), float(stats["ci_high"])
+
+
+def _where(cell: Cell) -> str:
+    return " ".join(str(v) for v in cell.key.values())
+
+
+def headline_sentence(h: Headline) -> str:
+    """One sentence: the separable differences, largest first (at most two named, with their
+    paired intervals in points), and that nothing else is separable at this n."""
+    found = sorted(
+        ((c, v) for c in h.cells for v in c.others if v.separable),
+        key=lambda cv: (-cv[1].diff, _where(cv[0]), cv[1].planner),
+    )
+    n = sorted({c.n_tasks for c in h.cells})
+    at = f"{n[0]}" if len(n) == 1 else f"{n[0]}-{n[-1]}"
+    if not h.cells:
+        return "No measured episode: nothing to compare."
+    if not found:
+        return (
+            f"No planner completes separably more than another in any of {len(h.cells)} "
+            f"cell(s) at this n ({at} tasks per cell; {h.n_tests} tests, Holm, alpha {ALPHA})."
+        )
+    named = [
+        f"{c.best} completes more than {v.planner} on {_where(c)}, "
+        f"{100 * v.diff:+.0f} pp [{100 * v.diff_low:+.0f}, {100 * v.diff_high:+.0f}]"
+        for c, v in found[:2]
+    ]
+    rest = len(found) - len(named)
+    tail = (
+        f"{rest} more separable pair(s) in the table below"
+        if rest
+        else "nothing else is separable at this n"
+    )
+    return f"{'; '.join(named)}; {tail} ({at} tasks per cell; {h.n_tests} tests, Holm)."
 
 
 def _sorted(cells: list[Cell], groups: list[str]) -> list[Cell]:
@@ -181,6 +239,7 @@ def headline_text(h: Headline, out_dir: Path, *, width: int = WIDTH) -> str:
     ]
     if not h.cells:
         return "\n".join([*lines, "No measured episode: nothing to compare."])
+    lines += textwrap.wrap(headline_sentence(h), width)
     lines += [wrapped for text in _method(h) for wrapped in textwrap.wrap(text, width)]
     labels = [_cell_label(c) for c in h.cells]
     if len(h.cells) <= GROUP_ABOVE:
@@ -255,6 +314,8 @@ def headline_markdown(h: Headline) -> list[str]:
         "",
         "Beside this file: `report.html` (the report) and `figures/`; the full tables follow.",
         "",
+        f"**{headline_sentence(h)}**" if rows else "",
+        "",
         *(_method(h) if rows else ["No measured episode: nothing to compare."]),
         "",
         *([table, ""] if table else []),
@@ -279,5 +340,6 @@ __all__ = [
     "best_vs_others",
     "headline",
     "headline_markdown",
+    "headline_sentence",
     "headline_text",
 ]

@@ -30,7 +30,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -617,16 +617,45 @@ def _sections(runs: list[RunFiles], out_dir: Path, episodes: Episodes) -> Iterat
     yield '<section id="provenance"><h2>Provenance</h2>' + "\n".join(blocks) + "</section>"
 
 
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+def page_title(rows: Sequence[Mapping[str, Any]], dirs: Sequence[Path]) -> str:
+    """What ran, not where: ``11 planners x 2 envs x 3 complexities, 20 tasks per cell,
+    2026-12-05`` (the date from the run dir's path, as Hydra names it; none when the path
+    has none, so the same records give the same page)."""
+
+    def count(key: str, noun: str) -> str:
+        n = len({str(r.get(key)) for r in rows if r.get(key) is not None})
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    cells: dict[tuple[str, ...], set[str]] = {}
+    for r in rows:
+        key = (str(r.get("env")), str(r.get("complexity")), str(r.get("planner")))
+        cells.setdefault(key, set()).add(str(r.get("task_id")))
+    sizes = sorted({len(t) for t in cells.values()})
+    tasks = "" if not sizes else (f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}")
+    what = " x ".join(
+        [count("planner", "planner"), count("env", "env"), count("complexity", "complexity")]
+    ).replace("complexitys", "complexities")
+    parts = [what, *([f"{tasks} tasks per cell"] if tasks else [])]
+    dates = sorted({m.group(1) for d in dirs if (m := _DATE.search(str(Path(d).resolve())))})
+    if dates:
+        parts.append(dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}")
+    return ", ".join(parts)
+
+
 def render_page(run_dirs: Sequence[Path], out_dir: Path) -> str:
     """The whole page as text (``write_*`` write it): one string, no external reference."""
     out_dir = Path(out_dir)
     runs = _runs([Path(d) for d in run_dirs], out_dir)
     episodes = read_episodes(runs)
-    title = runs[0].path.name if len(runs) == 1 else out_dir.resolve().name
+    title = page_title(episodes.rows, [r.path for r in runs] or [out_dir])
     first = _read_json(runs[0].path / "run.json")
     status = _read_json(runs[0].path / "status.json") if len(runs) == 1 else None
     planners = list(dict.fromkeys(str(r.get("planner")) for r in episodes.rows))
-    sub = f"{len(episodes.rows)} episodes of {len(planners)} planners"
+    where = runs[0].path.name if len(runs) == 1 else out_dir.resolve().name
+    sub = f"{where}: {len(episodes.rows)} episodes of {len(planners)} planners"
     sub += f" in {len(runs)} runs" if len(runs) > 1 else ""
     sub += f"; {_code_line(first)}" if len(runs) == 1 else ""
     if status:

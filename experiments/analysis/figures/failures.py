@@ -50,6 +50,10 @@ def _rectangles(
     return MplPath(corners.reshape(-1, 2), codes * len(left))
 
 
+COUNT_MARGIN = 1.2
+"""The x limit of a panel: the bars end at 1, their failed-episode counts stand right of it."""
+
+
 def _failure_bars(
     ax: Any,
     part: pd.DataFrame,
@@ -83,10 +87,13 @@ def _failure_bars(
     for j, planner in enumerate(planners):
         if not known[j]:
             _note(ax, j, "no episodes")
-        elif int(rows.at[planner, "n_failed"]) == 0:
+        elif (n := int(rows.at[planner, "n_failed"])) == 0:
             _note(ax, j, "none failed")
-    ax.set_xlim(0.0, 1.0)
+        else:  # how many failed episodes the shares are of: one failure is not eight
+            ax.text(1.03, y[j], f"{n}", va="center", ha="left", fontsize="x-small", color="#333")
+    ax.set_xlim(0.0, COUNT_MARGIN)
     ax.set_xticks([0.0, 0.5, 1.0], ["0", "0.5", "1"])
+    ax.spines["right"].set_visible(False)
 
 
 def failure_modes_figure(
@@ -101,10 +108,10 @@ def failure_modes_figure(
     at one column).
 
     Shares come from :func:`planarena.experiments.analysis.metrics.failure_distribution` (the
-    failure table's numbers; its ``n_failed`` column gives how many episodes a bar stands
-    for, which the figure does not print). Only modes that occur are drawn, each with its
-    fixed colour and hatch (legend above, inside the canvas). Bars start at 0 and nothing is
-    drawn below it.
+    failure table's numbers; its ``n_failed`` column, how many failed episodes a bar stands
+    for, is printed right of the bar, so one failure is not read as eight). Only modes that
+    occur are drawn, each with its fixed colour and hatch (legend above, inside the canvas).
+    Bars start at 0 and nothing is drawn below it.
     """
     del seed
     _check(df)
@@ -127,7 +134,7 @@ def failure_modes_figure(
         _planner_rows(facets)
         for ax, env, level in facets.panels():
             _failure_bars(ax, _cell(dist, env, level), facets.planners, modes)
-        _xlabel(facets.fig, "share of the planner's failed episodes", facets)
+        _xlabel(facets.fig, "share of failed episodes (count at right)", facets)
         if modes:
             handles = [
                 Patch(

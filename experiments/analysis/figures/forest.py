@@ -262,18 +262,19 @@ def cost_per_success_figure(
     width: float | None = None,
 ) -> Figure:
     """Cost per completed task (all of a cell's ``cost_usd``, failures included, over its
-    successes) with a 95% task-bootstrap interval (:func:`cost_per_success_interval`); an
-    interval whose resamples often have no success runs open to the right (arrow). Planners
-    without a success say so. Log axis when a panel's values span over 20x."""
+        successes) with a 95% task-bootstrap interval (:func:`cost_per_success_interval`); an
+        interval whose resamples often have no success runs open to the right (arrow). Planners
+        without a success say so. One x axis for every panel (log when the figure's values span
+    over 20x, else linear from 0), so panels compare at a glance."""
     _check(df)
     with paper_style():
         width = width or DOUBLE_COLUMN_IN
         facets = _forest(df, planner_order, width)
         styles = planner_styles(facets.planners)
         cells = _cost_cells(df, seed, facets.pooled)
+        values = [v for c in cells.values() for v in c]  # one scale for every panel
         for ax, env, level in facets.panels():
             here = {p: cells.get((env, level, p)) for p in facets.planners}
-            values = [v for c in here.values() if c for v in c]
             value_axis(ax, values, facets.panel_width_in, _usd)
             for j, planner in enumerate(facets.planners):
                 cell = here[planner]
@@ -302,8 +303,8 @@ def latency_percentiles_figure(
 ) -> Figure:
     """P50 (filled marker, a little above the row) and P99 (open marker, a little below) of
     episode latency in simulated seconds per planner, each with the summary's 95%
-    task-bootstrap interval in the planner's line style. Log axis when a panel spans over
-    20x."""
+    task-bootstrap interval in the planner's line style. One x axis for every panel (log when
+    the figure's values span over 20x)."""
     _check(df)
     with paper_style():
         width = width or DOUBLE_COLUMN_IN
@@ -326,9 +327,11 @@ def latency_percentiles_figure(
         facets = _forest(df, planner_order, width, extra_handles=keys, rows_per_planner=1.3)
         styles = planner_styles(facets.planners)
         cols = [f"latency_p{q}{s}" for q in (50, 99) for s in ("", "_ci_low", "_ci_high")]
+        shown = [_cell(summary, env, level) for _, env, level in facets.panels()]
+        values = [v for c in shown for v in c[cols].to_numpy().ravel().tolist()]
         for ax, env, level in facets.panels():
             cells = _cell(summary, env, level).set_index("planner")
-            value_axis(ax, cells[cols].to_numpy().ravel().tolist(), facets.panel_width_in)
+            value_axis(ax, values, facets.panel_width_in)  # one scale for every panel
             for j, planner in enumerate(facets.planners):
                 if planner not in cells.index:
                     _note(ax, j, "no episodes")
