@@ -88,3 +88,51 @@ def test_an_uncovered_field_passes_and_coverage_catches_it(planner: str) -> None
         assert careful.failure_mode != "false_success"  # caught: never passed off as done
         if planner != "plan_execute":  # a planner that retries or replans gets it right
             assert careful.success, (planner, task.task_id, careful.detail)
+
+
+def test_a_plans_pre_conditions_and_fallback_are_the_models_own() -> None:
+    """A plan step's world-fact pre-condition (``api_key_valid.search_web == true``) and its
+    fallback tool are written with ``precondition_coverage`` (fault-independent draws), not
+    copied from the oracle: at 1 the checked fact stops the step before any call with the dead
+    key; at 0 the plan calls the dead key and fails unverified."""
+    calm = {"p_trap": 0.0, "p_miss_signal": 0.0, "p_correct": 1.0}
+    for task in tasks("simple", n=4):
+        written, trace = episode(
+            make_planner("plan_execute"),
+            task,
+            rules=[NO_KEY],
+            skill=_skill(precondition_coverage=1.0, **calm),
+        )
+        dead = [c for c in trace["tool_calls"] if c["tool"] == "search_web" and not c["ok"]]
+        assert not dead, task.task_id  # the fact was checked before the dead key was called
+        assert written.failure_mode != "precondition_unverified", task.task_id
+        unwritten, trace = episode(
+            make_planner("plan_execute"),
+            task,
+            rules=[NO_KEY],
+            skill=_skill(precondition_coverage=0.0, **calm),
+        )
+        dead = [c for c in trace["tool_calls"] if c["tool"] == "search_web" and not c["ok"]]
+        assert dead and unwritten.failure_mode == "precondition_unverified", task.task_id
+
+
+def test_written_pre_conditions_are_drawn_once_per_step_and_condition() -> None:
+    """The same model writes the same pre-conditions and fallback for a step in every plan
+    of an episode (one draw per step and condition), and about ``precondition_coverage`` of
+    them over many steps."""
+    from planarena.envs.oracle import GoldStep
+    from planarena.planners.llm.sim import SimLLM
+
+    skill = _skill(precondition_coverage=0.5)
+    sim = SimLLM(skill, None, seed_keys=(7,))  # type: ignore[arg-type]  # no oracle read
+    steps = [
+        GoldStep(f"s{i}", "search_web", {}, pre=[f"fact_{i}_{j} == true" for j in range(4)],
+                 fallback="search_web_backup")
+        for i in range(100)
+    ]  # fmt: skip
+    first = [(sim.written_pre(skill, g), sim.written_fallback(skill, g)) for g in steps]
+    again = [(sim.written_pre(skill, g), sim.written_fallback(skill, g)) for g in steps]
+    assert first == again
+    share = sum(len(pre) for pre, _ in first) / 400
+    named = sum(fb is not None for _, fb in first) / 100
+    assert 0.4 < share < 0.6 and 0.35 < named < 0.65, (share, named)

@@ -162,9 +162,37 @@ def context_for(
     )
 
 
+RECOVERIES = ("article", "equal")
+"""``recovery=``: the first article's recovery budget (each replanning planner's own
+``max_replans``, a cheaper and weaker replanner model), or an equal one for every planner."""
+
+
+def apply_recovery(cfg: DictConfig) -> None:
+    """``recovery=equal``, applied to ``cfg`` in place before anything reads it: every
+    planner's ``max_replans`` set to ReAct's turn cap (replans as uncapped as ReAct's turns),
+    the replanner the default model itself (its ``error_scale`` 1, its prices and latency),
+    and, unless one is set, an LLM-call budget of that many calls per episode for every
+    planner alike. ``recovery=article`` (the default) changes nothing. Idempotent."""
+    mode = OmegaConf.select(cfg, "recovery", default="article")
+    if mode not in RECOVERIES:
+        raise ConfigError(f"recovery={mode}: must be one of {', '.join(RECOVERIES)}")
+    if mode == "article":
+        return
+    cap = int(OmegaConf.select(cfg, "equal_recovery_calls", default=40))
+    for spec in (cfg.get("planner") or {}).values():
+        if "max_replans" in spec:
+            spec.max_replans = cap
+    models = OmegaConf.select(cfg, "llm.models")
+    if models is not None and "replanner" in models and "default" in models:
+        models.replanner = copy.deepcopy(models.default)
+    if OmegaConf.select(cfg, "budget.max_llm_calls_per_episode") is None:
+        OmegaConf.update(cfg, "budget.max_llm_calls_per_episode", cap, force_add=True)
+
+
 def validate(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config, checked against its schema (and the LLM's skill and model
     profiles); raises :class:`ConfigError` naming key, value and what is allowed."""
+    apply_recovery(cfg)
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     container.pop("hydra", None)

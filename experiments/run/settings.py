@@ -58,6 +58,9 @@ class RunSettings(_Settings):
     # parameters sit under a key of its name (sensitivity.factors, budget_curves.budgets)
     dry_run: bool = False  # estimate calls, tokens and dollars from a short sim pass; exit
     executor: ExecutorSettings = ExecutorSettings()
+    recovery: Literal["article", "equal"] = "article"  # equal: every planner's recovery
+    # uncapped up to equal_recovery_calls LLM calls, the replanner the default model
+    equal_recovery_calls: PositiveInt = 40
     budget: BudgetSettings = BudgetSettings()
 
     @field_validator("workers", mode="before")

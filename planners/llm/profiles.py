@@ -87,6 +87,8 @@ class SkillProfile(BaseModel):
     # decision (another candidate, the same prompt again) departs from the preferred option
     check_coverage: float = Field(0.5, ge=0, le=1)  # a step's written post-conditions
     # cover a given way its result can be wrong (one check of its pool)
+    precondition_coverage: float = Field(0.5, ge=0, le=1)  # a plan step's written
+    # pre-conditions include a given world fact it needs, and it names its fallback tool
     reflection_gain: float = Field(0.5, ge=0, le=1)  # a reflection in view corrects a wrong
     # belief at a later decision point
 
@@ -144,6 +146,9 @@ class SkillProfile(BaseModel):
                 "p_persist": up(self.p_persist),
                 "judge_accuracy": max(0.0, 1.0 - (1.0 - self.judge_accuracy) * factor),
                 "check_coverage": max(0.0, 1.0 - (1.0 - self.check_coverage) * factor),
+                "precondition_coverage": max(
+                    0.0, 1.0 - (1.0 - self.precondition_coverage) * factor
+                ),
             }
         )
 
@@ -197,6 +202,7 @@ SKILLS: dict[str, SkillProfile] = {
         judge_accuracy=1.0,
         sample_diversity=0.0,
         check_coverage=1.0,
+        precondition_coverage=1.0,
         reflection_gain=1.0,
     ),
     "strong": SkillProfile(name="strong"),
@@ -214,6 +220,7 @@ SKILLS: dict[str, SkillProfile] = {
         p_persist=0.5,
         judge_accuracy=0.6,
         check_coverage=0.3,
+        precondition_coverage=0.3,
         reflection_gain=0.3,
     ),
     # Decisions as strong's, JSON often broken, prose as strong's: p_malformed 0.17 is the

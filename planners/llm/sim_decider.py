@@ -324,7 +324,7 @@ class Decider:
             return rendered, True
         elif kind == "dependency":
             rendered["depends_on"] = []
-            rendered["pre_conditions"] = list(step.pre)
+            rendered["pre_conditions"] = list(self.sim.written_pre(self.skill, step))
         elif kind == "unchecked":
             rendered["post_conditions"] = []
         return self._worded(rendered), False

@@ -58,6 +58,8 @@ class SimMind:
         self._invented: dict[str, str] = {}  # the tool the model would invent for a step
         self._other: dict[str, str | None] = {}  # the env tool it would call instead of a step
         self._checks: dict[tuple[int, str], list[str]] = {}  # the checks a model writes
+        self._pre: dict[tuple[int, str], list[str]] = {}  # the pre-conditions it writes
+        self._fallbacks: dict[tuple[int, str, str], str | None] = {}  # the fallback it names
         self._judge_views: dict[tuple[object, ...], Belief] = {}
         self.lessons: dict[str, str] = {}  # reflections this model wrote -> what they concern
         self._noticed: dict[tuple[str, str, str], float] = {}
@@ -150,10 +152,38 @@ class SimMind:
             self._checks[(id(skill), g.key)] = written
         return written
 
+    def written_pre(self, skill: SkillProfile, g: GoldStep) -> list[str]:
+        """The world-fact pre-conditions this model writes for step ``g`` (e.g.
+        ``api_key_valid.search_web == true``): each of the step's with the chance
+        ``precondition_coverage``, one draw per condition an episode, whatever the faults
+        (what the model believes the step needs does not change between plans)."""
+        written = self._pre.get((id(skill), g.key))
+        if written is None:
+            cover = skill.precondition_coverage
+            written = [c for c in g.pre if self.draws.uniform01("pre", g.key, c) < cover]
+            self._pre[(id(skill), g.key)] = written
+        return written
+
+    def written_fallback(self, skill: SkillProfile, g: GoldStep) -> str | None:
+        """The fallback tool this model names for step ``g``: the step's own with the chance
+        ``precondition_coverage`` (one draw a step an episode), else none."""
+        if g.fallback is None:
+            return None
+        memo = (id(skill), g.key, "fallback")
+        if memo not in self._fallbacks:
+            known = self.draws.uniform01("fallback", g.key) < skill.precondition_coverage
+            self._fallbacks[memo] = g.fallback if known else None
+        return self._fallbacks[memo]
+
     def render(self, skill: SkillProfile, g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
-        """A gold step as this model writes it: its own checks, not the oracle's."""
+        """A gold step as this model writes it: its own checks, pre-conditions and fallback,
+        not the oracle's (a dependency's status condition follows from its depends_on)."""
         rendered = render_step(g, ids)
         rendered["post_conditions"] = list(self.written_checks(skill, g))
+        deps = [str(d) for d in rendered.get("depends_on") or []]
+        written = self.written_pre(skill, g)
+        rendered["pre_conditions"] = [*written, *(f"{d}.status == success" for d in deps)]
+        rendered["fallback"] = self.written_fallback(skill, g)
         return rendered
 
     def judge_view(self, skill: SkillProfile, point: str, available: Sequence[str]) -> Belief:
