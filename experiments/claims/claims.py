@@ -1,0 +1,113 @@
+"""Registered claims: findings about planners, each tested over the assumption registry.
+
+A claim names two planners, a metric, a population of tasks and a direction (``a`` above
+``b`` by at least ``threshold_pp`` points). ``claims.yaml`` beside this module holds the
+findings planarena's own docs made; a user's file has the same layout and is read the same
+way (``claims.files=[...]``). The ``claims`` study (:mod:`planarena.experiments.studies.claims`)
+gives each a verdict with its conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+CLAIMS = Path(__file__).with_name("claims.yaml")
+
+
+class ClaimsError(ValueError):
+    """A claims file that cannot be read: one line naming the file and the claim."""
+
+
+class Population(BaseModel):
+    """Which tasks a claim is about."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: tuple[str, ...] | None = None
+    complexity: tuple[str, ...] | None = None
+    min_steps: int | None = Field(None, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _steps_in_order(self) -> Population:
+        if self.min_steps and self.max_steps and self.min_steps > self.max_steps:
+            raise ValueError(f"min_steps {self.min_steps} above max_steps {self.max_steps}")
+        return self
+
+    def describe(self) -> str:
+        parts = []
+        if self.min_steps and self.max_steps:
+            parts.append(f"{self.min_steps}-{self.max_steps} steps")
+        elif self.min_steps:
+            parts.append(f"{self.min_steps}+ steps")
+        elif self.max_steps:
+            parts.append(f"at most {self.max_steps} steps")
+        if self.env:
+            parts.append("on " + ", ".join(self.env))
+        if self.complexity:
+            parts.append(", ".join(self.complexity))
+        return "; ".join(parts) or "every task"
+
+
+class Claim(BaseModel):
+    """One finding: ``a``'s ``metric`` above ``b``'s on ``population`` by ``threshold_pp``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    statement: str
+    source: str
+    a: str
+    b: str
+    metric: Literal["completion"] = "completion"
+    population: Population = Population()
+    threshold_pp: float = 0.0
+
+    @model_validator(mode="after")
+    def _two_planners(self) -> Claim:
+        if self.a == self.b:
+            raise ValueError(f"a and b are both {self.a}")
+        return self
+
+
+def read_claims(path: Path) -> list[Claim]:
+    """The claims of one file, validated (a bad file: one line naming file and claim)."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ClaimsError(f"{path}: {type(exc).__name__}: {exc}") from None
+    entries = raw.get("claims") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise ClaimsError(f"{path}: no 'claims:' list")
+    out = []
+    for i, entry in enumerate(entries):
+        name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+        try:
+            out.append(Claim.model_validate(entry))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "claim"
+            raise ClaimsError(f"{path}: claim {name}: {where}: {first['msg']}") from None
+    return out
+
+
+@cache
+def _shipped() -> tuple[Claim, ...]:
+    return tuple(read_claims(CLAIMS))
+
+
+def load_claims(files: Sequence[str | Path] = ()) -> list[Claim]:
+    """The shipped claims, then each file's, in order; an id used twice is refused."""
+    out = [*_shipped(), *(c for f in files for c in read_claims(Path(f)))]
+    seen: set[str] = set()
+    for c in out:
+        if c.id in seen:
+            raise ClaimsError(f"claim {c.id}: the id is used twice")
+        seen.add(c.id)
+    return out

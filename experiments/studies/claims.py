@@ -1,0 +1,237 @@
+"""``planarena experiment=claims``: every registered claim tested over the assumption registry.
+
+The cells are a seeded two-level screening design (plus its centre) over every registered
+assumption this run can vary on its own (:mod:`planarena.experiments.claims.assumptions`: a
+config key and a range; not the cost-only ones, nor one that would change the tasks): every
+planner of the run on the same tasks in each cell. Per claim
+(:mod:`planarena.experiments.claims.claims`) the paired difference on its population's tasks
+in every cell gives a verdict with its conditions, the share of the space where it holds and
+the assumptions that decide it (:mod:`planarena.experiments.claims.verdicts`). Writes
+``claims.md``, ``claims.csv`` (a verdict per claim) and ``claims_effects.csv`` (each
+assumption's effect on each claim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from planarena.experiments.analysis.cells import success_bool
+from planarena.experiments.claims.assumptions import Assumption, load_assumptions
+from planarena.experiments.claims.claims import Claim, load_claims
+from planarena.experiments.claims.verdicts import VERDICTS, Axis, Verdict, judge
+from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sensitivity import check_sim, design_of, in_grid_order
+from planarena.experiments.studies.sensitivity_design import Design
+
+SPEC_KEYS = ("files", "runs", "design_seed", "alpha", "n_boot", "exclude")
+NOT_SCREENED_PREFIXES = ("llm.models.default.", "faults.unreachable_rate")
+"""Keys a screen leaves alone: the default model's prices and latency move cost and time,
+never an outcome; the unreachable rate changes which tasks exist (a cell keeps the tasks)."""
+PRICE_FIELDS = ("usd_per_mtok_input", "usd_per_mtok_output", "ttft_s", "s_per_output_token")
+
+
+def _screened(entry: Assumption, config: Mapping[str, Any], exclude: Sequence[str]) -> bool:
+    """Whether the screen varies ``entry`` in this run."""
+    if not entry.sweepable or entry.name in exclude or entry.key is None:
+        return False
+    if entry.key.startswith(NOT_SCREENED_PREFIXES) or entry.key.endswith(PRICE_FIELDS):
+        return False
+    parts = entry.key.split(".")
+    if parts[0] == "planner":
+        return parts[1] in (config.get("planner") or {})
+    if parts[0] == "llm" and parts[1] == "models":
+        return parts[2] in ((config.get("llm") or {}).get("models") or {})
+    return True
+
+
+def factors_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The screen's factors, as the sensitivity design reads them."""
+    spec = config.get("claims") or {}
+    exclude = [str(x) for x in spec.get("exclude") or []]
+    return {
+        a.name: {"key": a.key, "levels": list(a.levels())}
+        for a in load_assumptions()
+        if _screened(a, config, exclude)
+    }
+
+
+def claims_design(config: Mapping[str, Any]) -> Design:
+    """The screening design: the centre, then a two-level fraction over the factors."""
+    spec = config.get("claims") or {}
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise ValueError(f"claims.{unknown[0]}: unknown; known: {', '.join(SPEC_KEYS)}")
+    sensitivity = {
+        "factors": factors_of(config),
+        "runs": spec.get("runs"),
+        "design_seed": int(spec.get("design_seed", 0)),
+    }
+    return design_of({**config, "sensitivity": sensitivity})
+
+
+def task_steps(config: Mapping[str, Any]) -> pd.DataFrame:
+    """(env, task_id, steps): each task's gold length, read from its oracle."""
+    from planarena.experiments.studies.decision_map import task_table
+
+    return task_table(config)[["env", "task_id", "steps"]]
+
+
+def in_population(frame: pd.DataFrame, claim: Claim) -> pd.Series:
+    pop = claim.population
+    keep = pd.Series(True, index=frame.index)
+    if pop.env:
+        keep &= frame["env"].astype(str).isin(pop.env)
+    if pop.complexity:
+        keep &= frame["complexity"].astype(str).isin(pop.complexity)
+    if pop.min_steps:
+        keep &= frame["steps"] >= pop.min_steps
+    if pop.max_steps:
+        keep &= frame["steps"] <= pop.max_steps
+    return keep
+
+
+def differences(records: pd.DataFrame, claim: Claim, cells: Sequence[str]) -> np.ndarray:
+    """Tasks x cells: ``a``'s success rate minus ``b``'s on each task of the claim's
+    population (NaN where either did not run it)."""
+    part = records[records["planner"].isin([claim.a, claim.b]) & in_population(records, claim)]
+    if part.empty:
+        return np.empty((0, len(cells)))
+    rate = (
+        part.assign(_s=success_bool(part["success"]).astype(float))
+        .groupby(["env", "task_id", "cell", "planner"], observed=True)["_s"]
+        .mean()
+        .unstack("planner")
+    )
+    if claim.a not in rate.columns or claim.b not in rate.columns:
+        return np.empty((0, len(cells)))
+    d = (rate[claim.a] - rate[claim.b]).unstack("cell").reindex(columns=list(cells))
+    return d.to_numpy(dtype=np.float64)
+
+
+def axes_of(design: Design) -> list[Axis]:
+    entries = {a.name: a for a in load_assumptions()}
+    return [
+        Axis(f.name, float(f.low), float(f.high), entries[f.name].integer) for f in design.factors
+    ]
+
+
+def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
+    return {
+        "claim": claim.id,
+        "statement": claim.statement,
+        "a": claim.a,
+        "b": claim.b,
+        "population": claim.population.describe(),
+        "threshold_pp": claim.threshold_pp,
+        "verdict": v.verdict,
+        "conditions": "; ".join(v.conditions),
+        "share_holds": round(v.share_holds, 3),
+        "share_fails": round(v.share_fails, 3),
+        "pooled_pp": round(100 * v.pooled, 1),
+        "pooled_low_pp": round(100 * v.pooled_low, 1),
+        "pooled_high_pp": round(100 * v.pooled_high, 1),
+        "n_tasks": v.n_tasks,
+        "deciding": ", ".join(v.deciding()),
+        "source": claim.source,
+    }
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Design, n_tasks: int) -> str:
+    """``claims.md``: the method in two sentences, then one row per claim."""
+    lines = [
+        "# Claims over the assumptions",
+        "",
+        f"Each claim tested in {len(design.labels)} cells: the centre and a {design.runs}-run "
+        f"two-level screen (resolution {design.resolution if design.resolution < 5 else 'V+'}) "
+        f"over {len(design.factors)} registered assumptions, {n_tasks} tasks per env x "
+        "complexity, every planner on the same tasks. *Holds throughout*: its paired "
+        "interval clears the threshold over at least 99 % of the space; *holds where*: over "
+        "part of it, the boundary in the deciding assumptions' units (one at a time, the "
+        "others at their middle; a screen's boundary is where to confirm, not a confirmed "
+        "threshold); *fails*: below it over 99 %; else *unresolved at this n*.",
+        "",
+        "| claim | population | verdict | where it holds | share holding | pooled (pp) "
+        "| deciding assumptions |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows.itertuples():
+        lines.append(
+            f"| {r.statement} | {r.population} | **{r.verdict}** | {r.conditions or '--'} "
+            f"| {100 * r.share_holds:.0f} % | {r.pooled_pp:+.1f} [{r.pooled_low_pp:+.1f}, "
+            f"{r.pooled_high_pp:+.1f}] | {r.deciding or '--'} |"
+        )
+    if design.left_out:
+        lines += ["", "Not varied: " + "; ".join(f"{k} ({v})" for k, v in design.left_out.items())]
+    lines += [
+        "",
+        "Each claim's largest effects (difference in points, high level minus low):",
+        "",
+    ]
+    for claim, part in effects.groupby("claim", sort=False):
+        top = part.head(3)
+        shown = ", ".join(
+            f"{e.factor} {_pp(e.effect)} [{_pp(e.low)}, {_pp(e.high)}]"
+            + ("" if e.decides else " (not deciding)")
+            for e in top.itertuples()
+        )
+        lines.append(f"- {claim}: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+@study("claims")
+class Claims(Study):
+    """Every registered claim, tested over the registered assumptions' ranges."""
+
+    def cells(self, config: Mapping[str, Any]) -> list[Cell]:
+        check_sim(config)
+        return claims_design(config).cells()
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        spec = config.get("claims") or {}
+        design = claims_design(config)
+        claims = load_claims([str(f) for f in spec.get("files") or []])
+        planners = set(config.get("planner") or {})
+        records = in_grid_order(records, design.labels)
+        records = records.merge(task_steps(config), on=["env", "task_id"], how="left")
+        signs = np.array([design.signs[f.name] for f in design.factors], dtype=float).T
+        axes = axes_of(design)
+        alpha, n_boot = float(spec.get("alpha", 0.05)), int(spec.get("n_boot", 1000))
+        rows, effects = [], []
+        for claim in claims:
+            if not {claim.a, claim.b} <= planners:
+                continue
+            d = differences(records, claim, design.labels)
+            v = judge(
+                d,
+                signs,
+                axes,
+                threshold=claim.threshold_pp / 100.0,
+                alpha=alpha,
+                n_boot=n_boot,
+                seed=seed,
+            )
+            rows.append(verdict_rows(claim, v))
+            effects += [{"claim": claim.id, **e} for e in v.effects]
+        table = pd.DataFrame(rows)
+        effect_table = pd.DataFrame(effects)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out_dir / "claims.csv", index=False)
+        effect_table.to_csv(out_dir / "claims_effects.csv", index=False)
+        text = markdown(table, effect_table, design, int(config["n_tasks"]))
+        (out_dir / "claims.md").write_text(text, encoding="utf-8")
+        counts = table["verdict"].value_counts() if len(table) else pd.Series(dtype=int)
+        return (
+            f"Claims: {len(table)} tested in {len(design.labels)} cells; "
+            + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+            + f" — {out_dir / 'claims.md'}"
+        )
