@@ -109,3 +109,30 @@ def test_a_users_claims_file_runs_through_the_study(tmp_path: Path) -> None:
         not in (ROOT / "experiments" / "claims" / "claims.yaml").read_text()
     )
     assert "Claims:" in proc.stdout and (run / "claims.md").exists()
+
+
+def test_the_docs_claims_page_is_rendered_from_the_runs_output() -> None:
+    """docs/claims.md is the shipped copy of a default run's output rendered, never typed:
+    every verdict it states comes from docs/data/claims/, and every shipped claim has one."""
+    from planarena.experiments.studies.claims import DOCS_HEADER, render_results
+
+    data = ROOT / "docs" / "data" / "claims"
+    page = (ROOT / "docs" / "claims.md").read_text()
+    assert page == DOCS_HEADER + render_results(data)
+    table = pd.read_csv(data / "claims.csv")
+    assert set(table["claim"]) == {c.id for c in load_claims()}
+
+
+def test_a_bad_claims_file_stops_the_run_before_any_episode(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("claims:\n  - {id: c1, statement: s, source: me, a: react, b: react}\n")
+    cmd = [
+        sys.executable, "-m", "planarena.experiments.run.runner", "experiment=claims",
+        "planner=[react,plan_execute_replan]", "env=report", "complexity=simple", "n_tasks=1",
+        f"claims.files=[{bad}]", f"hydra.run.dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("planarena:")]
+    assert f"{bad}: claim c1:" in line and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "episodes.jsonl").exists()

@@ -109,7 +109,7 @@ def draw_plan(ax: Any, graph: nx.DiGraph, planner: str) -> None:
         ax.text(
             0.5,
             0.5,
-            f"no plan/replan events in this trace ({planner} chooses actions step by step)",
+            f"no plan or replan event in this trace of {planner}: the timeline alone",
             ha="center",
             va="center",
             transform=ax.transAxes,

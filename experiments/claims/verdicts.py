@@ -24,6 +24,7 @@ many): a boundary is where confirmatory runs should look, not a confirmed thresh
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -153,9 +154,11 @@ def judge(
         verdict = HOLDS_WHERE
     else:
         verdict = UNRESOLVED
-    conditions = (
-        _conditions(base, effects, chosen, axes, threshold) if verdict == HOLDS_WHERE else []
-    )
+    conditions: list[str] = []
+    if verdict == HOLDS_WHERE:
+        conditions = _conditions(base, effects, chosen, axes, threshold) or _exceptions(
+            boot_base, boot_effects, chosen, axes, threshold, alpha
+        )
     return Verdict(
         verdict,
         n,
@@ -191,4 +194,26 @@ def _conditions(
         rising = (e > 0) == (axis.high > axis.low)
         shown = f"{value:g}" if axis.integer else f"{value:.3g}"
         out.append(f"{axis.name} {'>=' if rising else '<='} {shown}")
+    return out
+
+
+def _exceptions(
+    boot_base: FloatArray,
+    boot_effects: FloatArray,
+    chosen: Sequence[int],
+    axes: Sequence[Axis],
+    threshold: float,
+    alpha: float,
+) -> list[str]:
+    """Where no one assumption turns the claim alone: the corners of the (up to) three
+    largest deciding assumptions, the others at their middle, where it does not hold,
+    written ``except where p_malformed = 0.17 and p_prose_condition = 0``."""
+    top = list(chosen[:3])
+    out = []
+    for corner in itertools.product((-1.0, 1.0), repeat=len(top)):
+        fitted = boot_base + boot_effects[:, top] @ (np.array(corner) / 2.0)
+        if _percentile(fitted, alpha / 2) > threshold:
+            continue
+        levels = [f"{axes[j].name} = {axes[j].at(x):g}" for j, x in zip(top, corner, strict=True)]
+        out.append("except where " + " and ".join(levels))
     return out or ["no one assumption turns it alone (see the deciding effects)"]

@@ -13,6 +13,7 @@ assumption's effect on each claim).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,31 @@ def axes_of(design: Design) -> list[Axis]:
     ]
 
 
+DOCS_HEADER = """<!-- rendered from docs/data/claims/ (a copy of the default run's claims.csv,
+claims_effects.csv and claims_design.json) by
+python -c 'from planarena.experiments.studies.claims import write_docs; write_docs()';
+do not edit by hand: tests/test_claims.py checks it -->
+
+"""
+
+
+def write_docs(results: Path | None = None, page: Path | None = None) -> Path:
+    """Render ``docs/claims.md`` from ``docs/data/claims/`` (or ``results``: a run dir)."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    page = page or docs / "claims.md"
+    page.write_text(DOCS_HEADER + render_results(results or docs / "data" / "claims"))
+    return page
+
+
+def render_results(results: Path) -> str:
+    """``claims.md`` again from a run's ``claims.csv``, ``claims_effects.csv`` and
+    ``claims_design.json`` (docs/claims.md is this, for the default run it names)."""
+    design = json.loads((results / "claims_design.json").read_text(encoding="utf-8"))
+    table = pd.read_csv(results / "claims.csv", keep_default_na=False)
+    effects = pd.read_csv(results / "claims_effects.csv")
+    return markdown(table, effects, design)
+
+
 def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
     return {
         "claim": claim.id,
@@ -144,14 +170,28 @@ def _pp(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
-def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Design, n_tasks: int) -> str:
+def design_summary(design: Design, n_tasks: int) -> dict[str, Any]:
+    """What ``claims.md`` says of the design (``claims_design.json``: the docs page is
+    rendered from it and the two CSVs, never typed)."""
+    return {
+        "cells": len(design.labels),
+        "runs": design.runs,
+        "resolution": design.resolution,
+        "factors": [f.name for f in design.factors],
+        "left_out": dict(design.left_out),
+        "n_tasks": n_tasks,
+    }
+
+
+def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Mapping[str, Any]) -> str:
     """``claims.md``: the method in two sentences, then one row per claim."""
+    resolution = design["resolution"] if design["resolution"] < 5 else "V+"
     lines = [
         "# Claims over the assumptions",
         "",
-        f"Each claim tested in {len(design.labels)} cells: the centre and a {design.runs}-run "
-        f"two-level screen (resolution {design.resolution if design.resolution < 5 else 'V+'}) "
-        f"over {len(design.factors)} registered assumptions, {n_tasks} tasks per env x "
+        f"Each claim tested in {design['cells']} cells: the centre and a {design['runs']}-run "
+        f"two-level screen (resolution {resolution}) over {len(design['factors'])} registered "
+        f"assumptions, {design['n_tasks']} tasks per env x "
         "complexity, every planner on the same tasks. *Holds throughout*: its paired "
         "interval clears the threshold over at least 99 % of the space; *holds where*: over "
         "part of it, the boundary in the deciding assumptions' units (one at a time, the "
@@ -168,8 +208,9 @@ def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Design, n_tasks:
             f"| {100 * r.share_holds:.0f} % | {r.pooled_pp:+.1f} [{r.pooled_low_pp:+.1f}, "
             f"{r.pooled_high_pp:+.1f}] | {r.deciding or '--'} |"
         )
-    if design.left_out:
-        lines += ["", "Not varied: " + "; ".join(f"{k} ({v})" for k, v in design.left_out.items())]
+    if design["left_out"]:
+        left = "; ".join(f"{k} ({v})" for k, v in design["left_out"].items())
+        lines += ["", f"Not varied: {left}"]
     lines += [
         "",
         "Each claim's largest effects (difference in points, high level minus low):",
@@ -192,6 +233,8 @@ class Claims(Study):
 
     def cells(self, config: Mapping[str, Any]) -> list[Cell]:
         check_sim(config)
+        files = (config.get("claims") or {}).get("files") or []
+        load_claims([str(f) for f in files])  # a bad claims file: one line, before any episode
         return claims_design(config).cells()
 
     def render(
@@ -227,7 +270,11 @@ class Claims(Study):
         out_dir.mkdir(parents=True, exist_ok=True)
         table.to_csv(out_dir / "claims.csv", index=False)
         effect_table.to_csv(out_dir / "claims_effects.csv", index=False)
-        text = markdown(table, effect_table, design, int(config["n_tasks"]))
+        summary = design_summary(design, int(config["n_tasks"]))
+        (out_dir / "claims_design.json").write_text(
+            json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        text = markdown(table, effect_table, summary)
         (out_dir / "claims.md").write_text(text, encoding="utf-8")
         counts = table["verdict"].value_counts() if len(table) else pd.Series(dtype=int)
         return (
