@@ -126,6 +126,10 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.fail_status = 503
         self.fail_message = "overloaded"
         self.gets = 0  # GET requests received (GET /models: the pre-flight check)
+        # hostile replies for the next requests, one mode each: "not_json" (an HTML page with
+        # status 200), "cut_json" (the reply cut off mid-JSON), "no_choices" (a JSON object
+        # without choices), "no_usage" (a good reply without its usage block)
+        self.hostile: list[str] = []
 
     @property
     def url(self) -> str:
@@ -211,6 +215,11 @@ class FakeHandler(BaseHTTPRequestHandler):
             message = "This model's maximum context length is 8192 tokens; the prompt has 9001"
             self._send(400, {"error": {"message": message, "code": "context_length_exceeded"}})
             return
+        with self.server.lock:
+            hostile = self.server.hostile.pop(0) if self.server.hostile else None
+        if hostile in ("not_json", "cut_json", "no_choices"):
+            self._send_hostile(hostile)
+            return
         if any(SLOW_MARKER in str(m.get("content", "")) for m in messages):
             time.sleep(SLOW_S)
         if self.server.delay_s:
@@ -221,27 +230,48 @@ class FakeHandler(BaseHTTPRequestHandler):
         if tool_calls is not None:
             message = {"role": "assistant", "content": "Searching first.", "tool_calls": tool_calls}
             finish = "tool_calls"
-        self._send(
-            200,
-            {
-                "id": f"chatcmpl-fake-{n}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": finish,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": PROMPT_TOKENS,
-                    "completion_tokens": COMPLETION_TOKENS,
-                    "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                },
+        reply = {
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": PROMPT_TOKENS,
+                "completion_tokens": COMPLETION_TOKENS,
+                "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
             },
-        )
+        }
+        if hostile == "no_usage":
+            del reply["usage"]
+        self._send(200, reply)
+
+    def _send_hostile(self, mode: str) -> None:
+        """A reply a proxy or a broken server might give: status 200, no usable body."""
+        if mode == "not_json":
+            data, kind = b"<html><body>502 Bad Gateway</body></html>", "text/html"
+        elif mode == "cut_json":
+            data, kind = (
+                b'{"id": "chatcmpl-cut", "choices": [{"index": 0, "mess',
+                "application/json",
+            )
+        else:
+            data, kind = (
+                b'{"id": "chatcmpl-empty", "object": "chat.completion"}',
+                "application/json",
+            )
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(data)
 
 
 def serve(style: str = "plain") -> Iterator[FakeOpenAI]:

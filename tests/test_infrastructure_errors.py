@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from conftest import make_planner, tasks
-from fake_server import FakeOpenAI
+from fake_server import PROMPT_TOKENS, FakeOpenAI
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from planarena.envs.report.env import ReportEnv
@@ -182,3 +182,32 @@ def test_a_job_with_an_infrastructure_error_exits_1_naming_it(
     assert "harness_error" not in line and "rerun the same command" in line
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["status"] == "infrastructure_errors" and status["exit_code"] == 1
+
+
+@pytest.mark.parametrize("mode", ["not_json", "cut_json", "no_choices"])
+def test_a_reply_that_is_no_completion_is_the_endpoints_failure(
+    server: FakeOpenAI, mode: str
+) -> None:
+    """A hostile or broken server answers 200 with an HTML page, a body cut off mid-JSON or
+    a JSON object without choices: the endpoint failed (infrastructure_error, rerun on
+    resume), never the harness (it was a harness_error)."""
+    for planner in ("react", "plan_execute"):
+        server.hostile = [mode] * 10
+        record, trace = episode(server.url, planner)
+        assert_infrastructure(record, trace, "MalformedResponse")
+        assert "the reply is not a chat completion" in record.detail
+
+
+def test_a_reply_without_usage_is_counted_and_says_so(server: FakeOpenAI) -> None:
+    """A reply without its usage block is still an answer: the episode goes on, its tokens
+    are counted here (o200k_base) and the record says whose count it holds; with usage, the
+    record holds exactly the server's numbers."""
+    server.hostile = ["no_usage"] * 50
+    record, _ = episode(server.url)
+    assert record.failure_mode not in ("harness_error", "infrastructure_error"), record.detail
+    assert record.tokenizer == "o200k_base" and record.tokens_prompt > 0
+    server.hostile = []
+    record, trace = episode(server.url)
+    calls = [e for e in trace["events"] if e["event"] == "llm"]
+    assert record.tokenizer == "server:fake"
+    assert record.tokens_prompt == PROMPT_TOKENS * len(calls)

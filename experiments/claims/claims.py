@@ -9,6 +9,7 @@ gives each a verdict with its conditions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -18,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 CLAIMS = Path(__file__).with_name("claims.yaml")
+LITERATURE = Path(__file__).with_name("literature.yaml")
 
 
 class ClaimsError(ValueError):
@@ -55,8 +57,22 @@ class Population(BaseModel):
         return "; ".join(parts) or "every task"
 
 
+class Published(BaseModel):
+    """Where a claim from the literature was published and what was reported there."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paper: str
+    where: str  # the table, figure or sentence the number is quoted from
+    reported: str  # the published numbers, quoted
+    value: float | None = None  # the published effect in the claim's units (pp, or a ratio)
+    mapping: str = ""  # how the published setting maps onto planarena's
+
+
 class Claim(BaseModel):
-    """One finding: ``a``'s ``metric`` above ``b``'s on ``population`` by ``threshold_pp``."""
+    """One finding: ``a``'s ``metric`` above (``direction: greater``) or below (``less``)
+    ``b``'s on ``population``: by ``threshold_pp`` points for completion, by the factor
+    ``ratio`` (``a / b``) for tokens and latency."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -65,15 +81,28 @@ class Claim(BaseModel):
     source: str
     a: str
     b: str
-    metric: Literal["completion"] = "completion"
+    metric: Literal["completion", "tokens", "latency"] = "completion"
+    direction: Literal["greater", "less"] = "greater"
     population: Population = Population()
     threshold_pp: float = 0.0
+    ratio: float | None = Field(None, gt=0)
+    published: Published | None = None
+    needs: str | None = None  # a setting the screen does not run (the claim is then listed)
 
     @model_validator(mode="after")
     def _two_planners(self) -> Claim:
         if self.a == self.b:
             raise ValueError(f"a and b are both {self.a}")
+        if self.metric == "completion" and self.ratio is not None:
+            raise ValueError("ratio is for tokens and latency; completion takes threshold_pp")
         return self
+
+    def threshold(self) -> float:
+        """The claimed bound on the judged quantity: points as a share for completion, the
+        log of the ratio for tokens and latency (0: a direction only)."""
+        if self.metric == "completion":
+            return self.threshold_pp / 100.0
+        return math.log(self.ratio) if self.ratio else 0.0
 
 
 def read_claims(path: Path) -> list[Claim]:
@@ -99,7 +128,7 @@ def read_claims(path: Path) -> list[Claim]:
 
 @cache
 def _shipped() -> tuple[Claim, ...]:
-    return tuple(read_claims(CLAIMS))
+    return (*read_claims(CLAIMS), *read_claims(LITERATURE))
 
 
 def load_claims(files: Sequence[str | Path] = ()) -> list[Claim]:

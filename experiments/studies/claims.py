@@ -95,22 +95,48 @@ def in_population(frame: pd.DataFrame, claim: Claim) -> pd.Series:
     return keep
 
 
+METRIC_COLUMNS = {"tokens": "tokens_total", "latency": "latency_s"}
+
+
 def differences(records: pd.DataFrame, claim: Claim, cells: Sequence[str]) -> np.ndarray:
-    """Tasks x cells: ``a``'s success rate minus ``b``'s on each task of the claim's
-    population (NaN where either did not run it)."""
+    """Tasks x cells, on each task of the claim's population (NaN where either planner did
+    not run it): for completion ``a``'s success rate minus ``b``'s; for tokens and latency
+    the log of ``a``'s mean over ``b``'s."""
     part = records[records["planner"].isin([claim.a, claim.b]) & in_population(records, claim)]
     if part.empty:
         return np.empty((0, len(cells)))
-    rate = (
-        part.assign(_s=success_bool(part["success"]).astype(float))
-        .groupby(["env", "task_id", "cell", "planner"], observed=True)["_s"]
+    if claim.metric == "completion":
+        value = success_bool(part["success"]).astype(float)
+    else:
+        value = np.log(part[METRIC_COLUMNS[claim.metric]].astype(float).clip(lower=1e-9))
+    mean = (
+        part.assign(_v=value)
+        .groupby(["env", "task_id", "cell", "planner"], observed=True)["_v"]
         .mean()
         .unstack("planner")
     )
-    if claim.a not in rate.columns or claim.b not in rate.columns:
+    if claim.a not in mean.columns or claim.b not in mean.columns:
         return np.empty((0, len(cells)))
-    d = (rate[claim.a] - rate[claim.b]).unstack("cell").reindex(columns=list(cells))
+    d = (mean[claim.a] - mean[claim.b]).unstack("cell").reindex(columns=list(cells))
     return d.to_numpy(dtype=np.float64)
+
+
+def in_units(claim: Claim, q: float) -> float:
+    """A judged quantity in the claim's units: points, or the ratio ``a / b``."""
+    return 100.0 * q if claim.metric == "completion" else float(np.exp(q))
+
+
+def reproduction(claim: Claim, low: float, high: float) -> str:
+    """For a published claim: in magnitude (its published value inside the pooled interval,
+    the direction holding), in direction, or not reproduced (claim units)."""
+    if claim.published is None:
+        return ""
+    zero = 0.0 if claim.metric == "completion" else 1.0
+    held = low > zero if claim.direction == "greater" else high < zero
+    value = claim.published.value
+    if held and value is not None and low <= value <= high:
+        return "in magnitude within the interval"
+    return "reproduced in direction" if held else "not reproduced"
 
 
 def axes_of(design: Design) -> list[Axis]:
@@ -146,6 +172,9 @@ def render_results(results: Path) -> str:
 
 
 def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
+    sign = 1.0 if claim.direction == "greater" else -1.0  # v was judged on sign * q
+    ends = sorted((in_units(claim, sign * v.pooled_low), in_units(claim, sign * v.pooled_high)))
+    pooled = in_units(claim, sign * v.pooled)
     return {
         "claim": claim.id,
         "statement": claim.statement,
@@ -157,17 +186,53 @@ def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
         "conditions": "; ".join(v.conditions),
         "share_holds": round(v.share_holds, 3),
         "share_fails": round(v.share_fails, 3),
-        "pooled_pp": round(100 * v.pooled, 1),
-        "pooled_low_pp": round(100 * v.pooled_low, 1),
-        "pooled_high_pp": round(100 * v.pooled_high, 1),
+        "metric": claim.metric,
+        "pooled": round(pooled, 3),
+        "pooled_low": round(ends[0], 3),
+        "pooled_high": round(ends[1], 3),
         "n_tasks": v.n_tasks,
         "deciding": ", ".join(v.deciding()),
         "source": claim.source,
+        "published": claim.published.reported if claim.published else "",
+        "reproduction": reproduction(claim, ends[0], ends[1]),
     }
 
 
-def _pp(x: float) -> str:
-    return f"{100 * x:+.1f}"
+def not_run_row(claim: Claim) -> dict[str, Any]:
+    """A claim the screen cannot test (it needs a setting the screen does not run)."""
+    return {
+        "claim": claim.id,
+        "statement": claim.statement,
+        "a": claim.a,
+        "b": claim.b,
+        "population": claim.population.describe(),
+        "threshold_pp": claim.threshold_pp,
+        "verdict": f"not run: needs {claim.needs}",
+        "conditions": "",
+        "share_holds": 0.0,
+        "share_fails": 0.0,
+        "metric": claim.metric,
+        "pooled": np.nan,
+        "pooled_low": np.nan,
+        "pooled_high": np.nan,
+        "n_tasks": 0,
+        "deciding": "",
+        "source": claim.source,
+        "published": claim.published.reported if claim.published else "",
+        "reproduction": "",
+    }
+
+
+def _shown(r: Any) -> str:
+    """The pooled value with its interval in the claim's units."""
+    if r.metric == "completion":
+        return f"{r.pooled:+.1f} pp [{r.pooled_low:+.1f}, {r.pooled_high:+.1f}]"
+    return f"{r.pooled:.2f}x [{r.pooled_low:.2f}, {r.pooled_high:.2f}]"
+
+
+def _effect(metric: str, x: float) -> str:
+    """An effect on the judged quantity: points for completion, a factor on the ratio."""
+    return f"{100 * x:+.1f}" if metric == "completion" else f"x{np.exp(x):.2f}"
 
 
 def design_summary(design: Design, n_tasks: int) -> dict[str, Any]:
@@ -181,6 +246,19 @@ def design_summary(design: Design, n_tasks: int) -> dict[str, Any]:
         "left_out": dict(design.left_out),
         "n_tasks": n_tasks,
     }
+
+
+def _row(r: Any, *, published: bool = False) -> str:
+    if str(r.verdict).startswith("not run"):
+        middle = "--- | --- | ---"
+    else:
+        middle = f"{r.conditions or '--'} | {100 * r.share_holds:.0f} % | {_shown(r)}"
+    head = (
+        f"| {r.statement} | {r.published} | {r.reproduction or '--'} "
+        if published
+        else (f"| {r.statement} | {r.population} ")
+    )
+    return f"{head}| **{r.verdict}** | {middle} | {r.deciding or '--'} |"
 
 
 def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Mapping[str, Any]) -> str:
@@ -198,29 +276,40 @@ def markdown(rows: pd.DataFrame, effects: pd.DataFrame, design: Mapping[str, Any
         "others at their middle; a screen's boundary is where to confirm, not a confirmed "
         "threshold); *fails*: below it over 99 %; else *unresolved at this n*.",
         "",
-        "| claim | population | verdict | where it holds | share holding | pooled (pp) "
+        "| claim | population | verdict | where it holds | share holding | pooled "
         "| deciding assumptions |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows.itertuples():
-        lines.append(
-            f"| {r.statement} | {r.population} | **{r.verdict}** | {r.conditions or '--'} "
-            f"| {100 * r.share_holds:.0f} % | {r.pooled_pp:+.1f} [{r.pooled_low_pp:+.1f}, "
-            f"{r.pooled_high_pp:+.1f}] | {r.deciding or '--'} |"
-        )
+    own = rows[rows["published"].fillna("") == ""] if len(rows) else rows
+    for r in own.itertuples():
+        lines.append(_row(r))
+    published = rows[rows["published"].fillna("") != ""] if len(rows) else rows
+    if len(published):
+        lines += [
+            "",
+            "Published findings mapped onto planarena (the paper's numbers quoted; the "
+            "mapping in experiments/claims/literature.yaml):",
+            "",
+            "| claim | published | reproduction | verdict | where it holds | share holding "
+            "| pooled | deciding assumptions |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in published.itertuples():
+            lines.append(_row(r, published=True))
     if design["left_out"]:
         left = "; ".join(f"{k} ({v})" for k, v in design["left_out"].items())
         lines += ["", f"Not varied: {left}"]
     lines += [
         "",
-        "Each claim's largest effects (difference in points, high level minus low):",
+        "Each claim's largest effects, high level minus low (points; for tokens and latency "
+        "the factor on the ratio), in the claim's direction:",
         "",
     ]
     for claim, part in effects.groupby("claim", sort=False):
         top = part.head(3)
         shown = ", ".join(
-            f"{e.factor} {_pp(e.effect)} [{_pp(e.low)}, {_pp(e.high)}]"
-            + ("" if e.decides else " (not deciding)")
+            f"{e.factor} {_effect(e.metric, e.effect)} [{_effect(e.metric, e.low)}, "
+            f"{_effect(e.metric, e.high)}]" + ("" if e.decides else " (not deciding)")
             for e in top.itertuples()
         )
         lines.append(f"- {claim}: {shown}")
@@ -251,20 +340,24 @@ class Claims(Study):
         alpha, n_boot = float(spec.get("alpha", 0.05)), int(spec.get("n_boot", 1000))
         rows, effects = [], []
         for claim in claims:
+            if claim.needs:
+                rows.append(not_run_row(claim))
+                continue
             if not {claim.a, claim.b} <= planners:
                 continue
-            d = differences(records, claim, design.labels)
+            sign = 1.0 if claim.direction == "greater" else -1.0
+            d = sign * differences(records, claim, design.labels)
             v = judge(
                 d,
                 signs,
                 axes,
-                threshold=claim.threshold_pp / 100.0,
+                threshold=sign * claim.threshold(),
                 alpha=alpha,
                 n_boot=n_boot,
                 seed=seed,
             )
             rows.append(verdict_rows(claim, v))
-            effects += [{"claim": claim.id, **e} for e in v.effects]
+            effects += [{"claim": claim.id, "metric": claim.metric, **e} for e in v.effects]
         table = pd.DataFrame(rows)
         effect_table = pd.DataFrame(effects)
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,14 @@ def call_timed_out(timeout_s: float) -> EndpointError:
     )
 
 
+def malformed_response(exc: Exception) -> EndpointError:
+    """A reply with status 200 whose body is no chat completion (an HTML error page from a
+    proxy, a body cut off mid-JSON, an object without ``choices``): the endpoint failed, as
+    with an HTTP error, so the episode is rerun on resume rather than charged to anyone."""
+    cause = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return EndpointError("MalformedResponse", f"the reply is not a chat completion ({cause})")
+
+
 def episode_key(seed_keys: Sequence[object]) -> str:
     """A short stable identity of an episode (seed, env, task_id, trial)."""
     material = json.dumps([str(k) for k in seed_keys])
@@ -349,13 +357,16 @@ class OpenAIBackend:
             except TimeoutError:
                 raise call_timed_out(self.timeout_s) from None
             wall = time.perf_counter() - start
-        response = raw.parse()
-        choice = response.choices[0]
-        usage = response.usage
-        text = choice.message.content or ""
-        calls = getattr(choice.message, "tool_calls", None) or []
-        if calls:  # native tool calling: written as the turn (or candidates) it stands for
+        try:  # a body that is no chat completion (HTML, cut off, no choices): the endpoint's
+            response = raw.parse()
+            choice = response.choices[0]
+            usage = response.usage
+            text = choice.message.content or ""
+            calls = getattr(choice.message, "tool_calls", None) or []
             pairs = [(c.function.name, c.function.arguments or "") for c in calls]
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+            raise malformed_response(exc) from None
+        if calls:  # native tool calling: written as the turn (or candidates) it stands for
             text = render_tool_calls(text, pairs)
         return {
             "text": text,
