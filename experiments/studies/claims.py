@@ -35,6 +35,14 @@ never an outcome; the unreachable rate changes which tasks exist (a cell keeps t
 PRICE_FIELDS = ("usd_per_mtok_input", "usd_per_mtok_output", "ttft_s", "s_per_output_token")
 
 
+TEXT_PLAN_FIELDS = ("p_malformed_text", "p_sloppy_text")
+
+
+def _asks_text_plans(config: Mapping[str, Any]) -> bool:
+    planners = (config.get("planner") or {}).values()
+    return any(isinstance(p, Mapping) and p.get("plan_format") == "text" for p in planners)
+
+
 def _screened(entry: Assumption, config: Mapping[str, Any], exclude: Sequence[str]) -> bool:
     """Whether the screen varies ``entry`` in this run."""
     if not entry.sweepable or entry.name in exclude or entry.key is None:
@@ -42,6 +50,8 @@ def _screened(entry: Assumption, config: Mapping[str, Any], exclude: Sequence[st
     if entry.key.startswith(NOT_SCREENED_PREFIXES) or entry.key.endswith(PRICE_FIELDS):
         return False
     parts = entry.key.split(".")
+    if entry.name in TEXT_PLAN_FIELDS and not _asks_text_plans(config):
+        return False  # no planner of the run asks a plan as text: the field cannot act
     if parts[0] == "planner":
         return parts[1] in (config.get("planner") or {})
     if parts[0] == "llm" and parts[1] == "models":
@@ -66,9 +76,14 @@ def claims_design(config: Mapping[str, Any]) -> Design:
     unknown = sorted(set(spec) - set(SPEC_KEYS))
     if unknown:
         raise ValueError(f"claims.{unknown[0]}: unknown; known: {', '.join(SPEC_KEYS)}")
+    factors = factors_of(config)
+    # resolution IV by default: at least twice as many runs as factors, so no main effect is
+    # aliased with a two-factor interaction (at resolution III one was: an inert field came out
+    # "deciding" through the interaction of two that act)
+    runs = spec.get("runs") or 1 << (2 * len(factors)).bit_length()
     sensitivity = {
-        "factors": factors_of(config),
-        "runs": spec.get("runs"),
+        "factors": factors,
+        "runs": runs,
         "design_seed": int(spec.get("design_seed", 0)),
     }
     return design_of({**config, "sensitivity": sensitivity})
@@ -166,7 +181,9 @@ def render_results(results: Path) -> str:
     """``claims.md`` again from a run's ``claims.csv``, ``claims_effects.csv`` and
     ``claims_design.json`` (docs/claims.md is this, for the default run it names)."""
     design = json.loads((results / "claims_design.json").read_text(encoding="utf-8"))
-    table = pd.read_csv(results / "claims.csv", keep_default_na=False)
+    table = pd.read_csv(results / "claims.csv")
+    text = ["conditions", "deciding", "published", "reproduction", "population"]
+    table[text] = table[text].fillna("")
     effects = pd.read_csv(results / "claims_effects.csv")
     return markdown(table, effects, design)
 
