@@ -34,12 +34,13 @@ planners              search configs envs
 experiments.process   search configs envs planners
 experiments.records   search configs envs planners process
 experiments.analysis  search configs envs planners process records
-experiments.studies   search configs envs planners process records analysis
-experiments.run       search configs envs planners process records analysis studies
-experiments.bench     search configs envs planners process records analysis studies run
-experiments.calibrate search configs envs planners process records analysis studies run
-experiments           search configs envs planners process records analysis studies run bench
-                      calibrate
+experiments.claims    search configs envs planners process records analysis
+experiments.studies   search configs envs planners process records analysis claims
+experiments.run       search configs envs planners process records analysis claims studies
+experiments.bench     search configs envs planners process records analysis claims studies run
+experiments.calibrate search configs envs planners process records analysis claims studies run
+experiments           search configs envs planners process records analysis claims studies run
+                      bench calibrate
 """
 
 

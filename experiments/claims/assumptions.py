@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections import Counter
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 REGISTRY = Path(__file__).with_name("assumptions.yaml")
 PROVENANCES = ("measured", "cited", "chosen")
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class RegistryError(ValueError):
@@ -69,23 +70,33 @@ class Assumption(BaseModel):
         return float(low), self.default, float(high)
 
 
-def _read(path: Path) -> list[Assumption]:
+def read_entries(
+    path: Path, key: str, model: type[ModelT], label: str, error: type[ValueError]
+) -> list[ModelT]:
+    """The ``key:`` list of a YAML file, each entry validated as ``model``; a bad file is one
+    line naming the file and the entry (``label`` and its name or id), raised as ``error``."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise RegistryError(f"{path}: {type(exc).__name__}: {exc}") from None
-    entries = raw.get("assumptions") if isinstance(raw, dict) else None
+        raise error(f"{path}: {type(exc).__name__}: {exc}") from None
+    entries = raw.get(key) if isinstance(raw, dict) else None
     if not isinstance(entries, list):
-        raise RegistryError(f"{path}: no 'assumptions:' list")
-    out: list[Assumption] = []
+        raise error(f"{path}: no '{key}:' list")
+    out = []
     for i, entry in enumerate(entries):
-        name = entry.get("name", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+        given = entry.get("name", entry.get("id")) if isinstance(entry, dict) else None
         try:
-            out.append(Assumption.model_validate(entry))
+            out.append(model.model_validate(entry))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "entry"
-            raise RegistryError(f"{path}: assumption {name}: {where}: {first['msg']}") from None
+            name = given if given is not None else f"#{i}"
+            raise error(f"{path}: {label} {name}: {where}: {first['msg']}") from None
+    return out
+
+
+def _read(path: Path) -> list[Assumption]:
+    out = read_entries(path, "assumptions", Assumption, "assumption", RegistryError)
     names = Counter(a.name for a in out)
     if dupes := sorted(n for n, k in names.items() if k > 1):
         raise RegistryError(f"{path}: assumption(s) named twice: {', '.join(dupes)}")

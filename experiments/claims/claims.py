@@ -15,8 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from planarena.experiments.claims.assumptions import read_entries
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 CLAIMS = Path(__file__).with_name("claims.yaml")
 LITERATURE = Path(__file__).with_name("literature.yaml")
@@ -107,23 +107,7 @@ class Claim(BaseModel):
 
 def read_claims(path: Path) -> list[Claim]:
     """The claims of one file, validated (a bad file: one line naming file and claim)."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ClaimsError(f"{path}: {type(exc).__name__}: {exc}") from None
-    entries = raw.get("claims") if isinstance(raw, dict) else None
-    if not isinstance(entries, list):
-        raise ClaimsError(f"{path}: no 'claims:' list")
-    out = []
-    for i, entry in enumerate(entries):
-        name = entry.get("id", f"#{i}") if isinstance(entry, dict) else f"#{i}"
-        try:
-            out.append(Claim.model_validate(entry))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"]) or "claim"
-            raise ClaimsError(f"{path}: claim {name}: {where}: {first['msg']}") from None
-    return out
+    return read_entries(Path(path), "claims", Claim, "claim", ClaimsError)
 
 
 @cache

@@ -188,10 +188,8 @@ def render_results(results: Path) -> str:
     return markdown(table, effects, design)
 
 
-def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
-    sign = 1.0 if claim.direction == "greater" else -1.0  # v was judged on sign * q
-    ends = sorted((in_units(claim, sign * v.pooled_low), in_units(claim, sign * v.pooled_high)))
-    pooled = in_units(claim, sign * v.pooled)
+def _identity(claim: Claim) -> dict[str, Any]:
+    """The columns that name a claim in claims.csv."""
     return {
         "claim": claim.id,
         "statement": claim.statement,
@@ -199,6 +197,15 @@ def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
         "b": claim.b,
         "population": claim.population.describe(),
         "threshold_pp": claim.threshold_pp,
+    }
+
+
+def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
+    sign = 1.0 if claim.direction == "greater" else -1.0  # v was judged on sign * q
+    ends = sorted((in_units(claim, sign * v.pooled_low), in_units(claim, sign * v.pooled_high)))
+    pooled = in_units(claim, sign * v.pooled)
+    return {
+        **_identity(claim),
         "verdict": v.verdict,
         "conditions": "; ".join(v.conditions),
         "share_holds": round(v.share_holds, 3),
@@ -218,12 +225,7 @@ def verdict_rows(claim: Claim, v: Verdict) -> dict[str, Any]:
 def not_run_row(claim: Claim) -> dict[str, Any]:
     """A claim the screen cannot test (it needs a setting the screen does not run)."""
     return {
-        "claim": claim.id,
-        "statement": claim.statement,
-        "a": claim.a,
-        "b": claim.b,
-        "population": claim.population.describe(),
-        "threshold_pp": claim.threshold_pp,
+        **_identity(claim),
         "verdict": f"not run: needs {claim.needs}",
         "conditions": "",
         "share_holds": 0.0,

@@ -145,23 +145,30 @@ class SimMind:
         pool (what a careful model could think of, never what a fault is set to break) with
         the chance ``check_coverage``, one draw per check an episode (what the model thinks
         can go wrong does not change between plans)."""
-        written = self._checks.get((id(skill), g.key))
-        if written is None:
-            cover = skill.check_coverage
-            written = [c for c in g.checks if self.draws.uniform01("check", g.key, c) < cover]
-            self._checks[(id(skill), g.key)] = written
-        return written
+        return self._covered(self._checks, "check", skill, g, g.checks, skill.check_coverage)
 
     def written_pre(self, skill: SkillProfile, g: GoldStep) -> list[str]:
         """The world-fact pre-conditions this model writes for step ``g`` (e.g.
         ``api_key_valid.search_web == true``): each of the step's with the chance
         ``precondition_coverage``, one draw per condition an episode, whatever the faults
         (what the model believes the step needs does not change between plans)."""
-        written = self._pre.get((id(skill), g.key))
+        return self._covered(self._pre, "pre", skill, g, g.pre, skill.precondition_coverage)
+
+    def _covered(
+        self,
+        memo: dict[tuple[int, str], list[str]],
+        draw: str,
+        skill: SkillProfile,
+        g: GoldStep,
+        pool: Sequence[str],
+        cover: float,
+    ) -> list[str]:
+        """Each item of ``pool`` with the chance ``cover``: one draw per item of step ``g``
+        an episode (keyed ``draw``, the step and the item), kept for every later plan."""
+        written = memo.get((id(skill), g.key))
         if written is None:
-            cover = skill.precondition_coverage
-            written = [c for c in g.pre if self.draws.uniform01("pre", g.key, c) < cover]
-            self._pre[(id(skill), g.key)] = written
+            written = [c for c in pool if self.draws.uniform01(draw, g.key, c) < cover]
+            memo[(id(skill), g.key)] = written
         return written
 
     def written_fallback(self, skill: SkillProfile, g: GoldStep) -> str | None:
