@@ -7,7 +7,9 @@ tasks with all their cells, since the same tasks recur in every cell.
 
 - **Effects.** A factor's main effect is the mean difference at its high level minus at its
   low level (the design is orthogonal: each is a contrast of cell means). It *decides* the
-  claim when its interval, at ``1 - alpha / F`` over the ``F`` factors, excludes 0.
+  claim when its interval, at ``1 - alpha / F`` over the ``F`` factors (the bootstrap's
+  standard error times the normal quantile: a percentile that far out is a resample's
+  extreme), excludes 0.
 - **The claim over the space.** The fitted difference at a point ``x`` of the cube of the
   deciding factors (``-1`` low .. ``+1`` high, the others at their middle) is the mean over
   the design's corner cells plus half of each deciding effect times ``x``. Its bootstrap
@@ -28,6 +30,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -122,8 +125,11 @@ def judge(
     boot_pooled = boot_cells.mean(axis=1)
     lo_p, hi_p = _percentile(boot_pooled, alpha / 2), _percentile(boot_pooled, 1 - alpha / 2)
     k = len(axes)
-    lo_e = _percentile(boot_effects, alpha / (2 * k))
-    hi_e = _percentile(boot_effects, 1 - alpha / (2 * k))
+    # at alpha / (2k) a percentile of a thousand resamples is about their extreme, far too
+    # narrow: the effects' intervals take the bootstrap's standard error and a normal quantile
+    z = NormalDist().inv_cdf(1.0 - alpha / (2 * k))
+    se = boot_effects.std(axis=0, ddof=1)
+    lo_e, hi_e = effects - z * se, effects + z * se
     rows = []
     for j, axis in enumerate(axes):
         decides = bool(lo_e[j] > 0 or hi_e[j] < 0)
