@@ -137,7 +137,7 @@ def render_markdown(entries: tuple[Assumption, ...] | None = None) -> str:
         "simulated model's skills, the replanner's handicap, the planners' caps and "
         "schedules, the world's faults. A default is an assumption; a finding about planners "
         "has to hold over these ranges or say where it does not "
-        "([claims](simulator.md#sensitivity)).",
+        "(`experiment=claims`: [claims.md](claims.md)).",
         "",
         f"{len(entries)} assumptions: {counts['measured']} measured, {counts['cited']} cited, "
         f"{counts['chosen']} chosen. *Measured* means the default is a fit's estimate; "
