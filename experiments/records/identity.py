@@ -42,6 +42,8 @@ OUTPUT_ONLY_KEYS = (
     "llm.offline",  # a replay's records are the recording's, or infrastructure errors
     "dry_run",
     "budget.max_cost_usd",  # the only records it changes (cut by the cap) run again on resume
+    "recovery",  # applied before the identity is taken: the planners', budget's and models'
+    "equal_recovery_calls",  # values it sets are in the identity themselves
 )
 """Config keys that change how a job runs or what it prints, never what its episodes are."""
 
