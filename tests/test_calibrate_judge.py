@@ -111,3 +111,25 @@ def test_reflection_gain_is_recovered_from_reflected_decisions(tmp_path: Path) -
     truth = {"reflection_gain": 0.7}
     run = sim_run(tmp_path / "run", "[react,reflexion]", 250, {**truth, "p_persist": 0.5})
     assert_recovered(fitted(run), truth)
+
+
+def test_a_flat_direction_is_unidentified_however_float_rounding_breaks_its_ties() -> None:
+    """With ``judge_correlation`` at 1 the judge's accuracy has no effect: the likelihood is
+    flat along it, and float32 sums break the tie by the machine's rounding. Rounding noise
+    must neither pick a value nor narrow the interval (the shipped 0.5B fit gave 1.0 on one
+    machine and 0.0 'identified' on another before ties were read as ties)."""
+    import numpy as np
+
+    shape = (len(fit_judge.SIGMA_GRID), len(fit_judge.ACC_GRID), len(fit_judge.RHO_GRID))
+    rng = np.random.default_rng(0)
+    sigma = -((np.arange(shape[0]) - 3.0) ** 2)[:, None, None]
+    rho = -((np.arange(shape[2]) - 10.0) ** 2)[None, None, :]
+    tasks = 40
+    ll = np.broadcast_to(sigma + rho, shape)[None].repeat(tasks, 0) * rng.uniform(0.5, 1.5, (tasks, 1, 1, 1))
+    ll = ll - 50.0 + rng.normal(0, 1e-9, ll.shape)  # rounding-sized noise along accuracy too
+    best, boots = fit_judge._grid_fit(ll, FitOptions())
+    assert (best[0], best[2]) == (3, 10)
+    assert best[1] == 0  # the first of the tie, whatever the noise
+    accuracy_ends = {i for b in boots for i in b[1]}
+    assert accuracy_ends == {0, shape[1] - 1}  # every resample: the whole axis is tied
+    assert all(b[0] == (3,) and b[2] == (10,) for b in boots)

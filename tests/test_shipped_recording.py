@@ -50,12 +50,6 @@ def test_the_whole_shipped_recording_replays_exactly(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # replays the fit split and fits it: about 20 s
-@pytest.mark.xfail(
-    reason="on a fresh install the refit gives judge_accuracy 0.0 where profile.yaml has "
-    "0.75, at the last landed commit too (4c03761) and with the recording's own package "
-    "versions; cause not found yet",
-    strict=False,
-)
 def test_the_shipped_profile_is_what_calibration_fits_and_each_estimate_is_in_its_interval(
     tmp_path: Path,
 ) -> None:

@@ -49,6 +49,8 @@ __all__ = [
 SLIP = 0.03
 ACC_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 RHO_GRID = np.round(np.arange(0.0, 1.0001, 0.05), 2)
+#: log-likelihood differences below this share of its size are float rounding, not data
+TIE_NATS = 1e-6
 SIGMA_GRID = np.round(np.r_[np.arange(0.02, 0.3001, 0.02), 0.35, 0.4, 0.5, 0.6], 2)
 P_GRID = np.round(np.arange(0.0, 1.0001, 0.005), 3)
 BINS = np.arange(101) / 100.0  # a judged value, to the hundredth (a score's precision)
@@ -373,15 +375,33 @@ def judge_loglik(
     return ll, tasks, len(rows)
 
 
-def _grid_fit(ll: np.ndarray, options: FitOptions) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """(the grid argmax of the summed log-likelihood, the argmax of each task resample)."""
+def _tied(total: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """The first grid maximum of a summed log-likelihood and, per axis, the indices tied with
+    it (within :data:`TIE_NATS` per nat of its size): the lowest and highest when they differ.
+
+    A flat direction (``judge_accuracy`` when ``judge_correlation`` is 1 has no effect) makes
+    exact ties, and float32 sums break them by the machine's rounding, not by the data: read
+    as ties, they widen the interval and the parameter is reported unidentified everywhere."""
+    top = float(total.max())
+    tied = np.flatnonzero(total >= top - TIE_NATS * max(1.0, abs(top)))
+    coords = np.unravel_index(tied, shape)
+    best = tuple(int(c[0]) for c in coords)
+    spans = [(int(c.min()),) if c.min() == c.max() else (int(c.min()), int(c.max())) for c in coords]
+    return best, spans
+
+
+def _grid_fit(
+    ll: np.ndarray, options: FitOptions
+) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], ...]]]:
+    """(the grid maximum of the summed log-likelihood, and for each task resample the indices
+    of its maximum per axis: one, or the two ends of a tie)."""
     flat = ll.reshape(ll.shape[0], -1)
-    best = np.unravel_index(int(np.argmax(flat.sum(0))), ll.shape[1:])
+    best, _ = _tied(flat.sum(0), ll.shape[1:])
     boots = []
     for w in task_resamples([str(i) for i in range(ll.shape[0])], options.boot, options.seed):
         # tasks are exchangeable: the weights apply to this array's order as well as any
-        boots.append(np.unravel_index(int(np.argmax(w @ flat)), ll.shape[1:]))
-    return tuple(int(b) for b in best), boots
+        boots.append(tuple(_tied(w @ flat, ll.shape[1:])[1]))
+    return best, boots
 
 
 def _interval(
@@ -406,15 +426,21 @@ def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
             for p in ("judge_accuracy", "judge_correlation", "evaluator_noise")
         ]
     best, boots = _grid_fit(ll, options)
+    flats = _tied(ll.reshape(ll.shape[0], -1).sum(0), ll.shape[1:])[1]
     grids = (SIGMA_GRID, ACC_GRID, RHO_GRID)
     names = ("evaluator_noise", "judge_accuracy", "judge_correlation")
     out = []
     for axis, (name, grid) in enumerate(zip(names, grids, strict=True)):
         value = float(grid[best[axis]])
-        lo, hi = _interval((grid[b[axis]] for b in boots), grid, options)
+        lo, hi = _interval((grid[i] for b in boots for i in b[axis]), grid, options)
         width = options.max_width if name != "evaluator_noise" else options.max_width / 2
         est = judged(name, value, (lo, hi), n, len(tasks), options, absent=absent, note=note)
-        if est.identified and hi - lo > width:
+        flat_span = flats[axis]
+        if len(flat_span) == 2:
+            est.identified = False
+            est.reason = (f"the likelihood is flat over {grid[flat_span[0]]:g}..{grid[flat_span[1]]:g}"
+                          " at the maximum (no effect there)")
+        elif est.identified and hi - lo > width:
             est.identified, est.reason = False, f"interval width {hi - lo:.2f} > {width}"
         out.append(est)
     out += _judge_report(table, options)
@@ -472,7 +498,7 @@ def fit_checks(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         judged(
             "check_coverage",
             value,
-            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
+            _interval((P_GRID[i] for b in boots for i in b[0]), P_GRID, options),
             len(units),
             len(tasks),
             options,
@@ -569,7 +595,7 @@ def _bernoulli_grid(
         judged(
             name,
             float(P_GRID[best[0]]),
-            _interval((P_GRID[b[0]] for b in boots), P_GRID, options),
+            _interval((P_GRID[i] for b in boots for i in b[0]), P_GRID, options),
             n,
             len(tasks),
             options,
