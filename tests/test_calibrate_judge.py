@@ -125,7 +125,9 @@ def test_a_flat_direction_is_unidentified_however_float_rounding_breaks_its_ties
     sigma = -((np.arange(shape[0]) - 3.0) ** 2)[:, None, None]
     rho = -((np.arange(shape[2]) - 10.0) ** 2)[None, None, :]
     tasks = 40
-    ll = np.broadcast_to(sigma + rho, shape)[None].repeat(tasks, 0) * rng.uniform(0.5, 1.5, (tasks, 1, 1, 1))
+    ll = np.broadcast_to(sigma + rho, shape)[None].repeat(tasks, 0) * rng.uniform(
+        0.5, 1.5, (tasks, 1, 1, 1)
+    )
     ll = ll - 50.0 + rng.normal(0, 1e-9, ll.shape)  # rounding-sized noise along accuracy too
     best, boots = fit_judge._grid_fit(ll, FitOptions())
     assert (best[0], best[2]) == (3, 10)

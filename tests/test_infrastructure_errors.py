@@ -36,7 +36,7 @@ DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: connection refused
 def episode(url: str, planner: str = "react", **backend: Any) -> tuple[EpisodeRecord, dict]:
     task = tasks("simple", 1)[0]
     keys = (0, task.env, task.task_id, 0)
-    llm = OpenAIBackend("fake", base_url=url, max_retries=0, **backend)
+    llm = OpenAIBackend("fake", base_url=url, **{"max_retries": 0, **backend})
     return asyncio.run(
         run_one(
             planner_name=planner,

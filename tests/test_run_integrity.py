@@ -768,7 +768,7 @@ def test_a_dir_without_records_takes_any_config(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "run.json").read_text())["config_id"] == second
 
 
-def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) -> None:
+def test_an_unreachable_endpoint_stops_the_job(reference: Path) -> None:
     from planarena.experiments.run.episode import EpisodeRecord
     from planarena.experiments.run.llm_factory import InfrastructureError
     from planarena.experiments.run.loop import FailFast
@@ -782,8 +782,11 @@ def test_an_infrastructure_error_in_an_episode_stops_at_once(reference: Path) ->
     guard = FailFast(first_n=3)
     guard.check(ok)
     guard.check(error)  # after a clean episode, one bug is recorded, not fatal
+    guard.check(dead), guard.check(dead)  # it answered before: flaky, each rerun on resume
     with pytest.raises(InfrastructureError, match="APIConnectionError"):
-        guard.check(dead)  # the endpoint went away mid-run: stop whatever came before
+        guard.check(dead)  # first_n in a row: the endpoint went away mid-run
+    with pytest.raises(InfrastructureError, match="APIConnectionError"):
+        FailFast(first_n=3).check(dead)  # it never answered: gone
     guard = FailFast(first_n=3)
     guard.check(error)
     guard.check(error)

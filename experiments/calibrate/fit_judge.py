@@ -375,7 +375,9 @@ def judge_loglik(
     return ll, tasks, len(rows)
 
 
-def _tied(total: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def _tied(
+    total: np.ndarray, shape: tuple[int, ...]
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """The first grid maximum of a summed log-likelihood and, per axis, the indices tied with
     it (within :data:`TIE_NATS` per nat of its size): the lowest and highest when they differ.
 
@@ -386,7 +388,9 @@ def _tied(total: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], l
     tied = np.flatnonzero(total >= top - TIE_NATS * max(1.0, abs(top)))
     coords = np.unravel_index(tied, shape)
     best = tuple(int(c[0]) for c in coords)
-    spans = [(int(c.min()),) if c.min() == c.max() else (int(c.min()), int(c.max())) for c in coords]
+    spans = [
+        (int(c.min()),) if c.min() == c.max() else (int(c.min()), int(c.max())) for c in coords
+    ]
     return best, spans
 
 
@@ -438,8 +442,10 @@ def fit_judge(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         flat_span = flats[axis]
         if len(flat_span) == 2:
             est.identified = False
-            est.reason = (f"the likelihood is flat over {grid[flat_span[0]]:g}..{grid[flat_span[1]]:g}"
-                          " at the maximum (no effect there)")
+            est.reason = (
+                f"the likelihood is flat over {grid[flat_span[0]]:g}..{grid[flat_span[1]]:g}"
+                " at the maximum (no effect there)"
+            )
         elif est.identified and hi - lo > width:
             est.identified, est.reason = False, f"interval width {hi - lo:.2f} > {width}"
         out.append(est)

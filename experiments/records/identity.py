@@ -38,6 +38,8 @@ OUTPUT_ONLY_KEYS = (
     "fail_fast",
     "hydra",
     "llm.max_concurrency",
+    "llm.requests_per_minute",  # when requests are sent, never what they are
+    "llm.tokens_per_minute",
     "llm.cache_dir",
     "llm.offline",  # a replay's records are the recording's, or infrastructure errors
     "dry_run",

@@ -281,6 +281,8 @@ class OpenAISettings(_StrictSettings):
     write_text: bool = True
     json_mode: bool = False
     offline: bool = False
+    requests_per_minute: PositiveFloat | None = None
+    tokens_per_minute: PositiveFloat | None = None
     cache_dir: str | None = None
     prices: dict[str, PriceSettings] | None = None
 

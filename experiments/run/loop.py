@@ -97,8 +97,9 @@ class HarnessStop(RuntimeError):
 
 
 class FailFast:
-    """Stops a job whose errors are not the agent's: at once when the endpoint is gone (it
-    cannot be reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`), or when
+    """Stops a job whose errors are not the agent's: when the endpoint is gone (it cannot be
+    reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`) before any episode
+    ended cleanly, or in ``first_n`` episodes in a row after one did; or when
     the first ``first_n`` episodes all end in the same harness or infrastructure error (a bad
     value that raises in every episode, a model name the server does not serve)."""
 
@@ -106,14 +107,20 @@ class FailFast:
         self.first_n = first_n
         self.errors: list[str] = []
         self.any_clean = False
+        self.unreachable_run = 0  # unreachable-endpoint episodes since the last clean one
 
     def check(self, record: EpisodeRecord | Finished) -> None:
         if record.failure_mode not in NOT_MEASURED:
-            self.any_clean = True
+            self.any_clean, self.unreachable_run = True, 0
             return
         where = f"{record.planner} on {record.task_id}"
         if record.detail.split(":", 1)[0] in INFRASTRUCTURE_ERRORS:
-            raise InfrastructureError(f"{record.detail} ({where})")
+            # an endpoint that never answered this job is gone; one that did is flaky until
+            # first_n episodes in a row find it unreachable (each is rerun on resume)
+            self.unreachable_run += 1
+            if not self.any_clean or self.unreachable_run >= max(1, self.first_n):
+                raise InfrastructureError(f"{record.detail} ({where})")
+            return
         if self.any_clean or not self.first_n:
             return
         self.errors.append(record.detail)

@@ -54,6 +54,7 @@ from planarena.planners.formats import (
 )
 from planarena.planners.llm.base import Completion, EndpointError, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
+from planarena.planners.llm.rate_limit import RateLimiter
 from planarena.planners.llm.tokens import count_messages, count_text
 
 # The openai SDK (a heavy import) is imported inside the functions that talk to an endpoint,
@@ -118,6 +119,10 @@ def malformed_response(exc: Exception) -> EndpointError:
     return EndpointError("MalformedResponse", f"the reply is not a chat completion ({cause})")
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def episode_key(seed_keys: Sequence[object]) -> str:
     """A short stable identity of an episode (seed, env, task_id, trial)."""
     material = json.dumps([str(k) for k in seed_keys])
@@ -140,6 +145,7 @@ class _Shared:
     """State every per-episode view of one backend shares."""
 
     semaphore: asyncio.Semaphore
+    limiter: RateLimiter = field(default_factory=RateLimiter)
     client: Any = None
     inflight: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     json_mode_refused: bool = False  # the server rejected response_format: plain text then
@@ -168,6 +174,8 @@ class OpenAIBackend:
         write_text: bool = True,
         json_mode: bool = False,
         offline: bool = False,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         episode: str = "",
     ) -> None:
         self.model = model
@@ -188,7 +196,10 @@ class OpenAIBackend:
         self.cache = Path(cache_dir) if cache_dir else None
         self.offline = offline  # answer from the cache only: a miss is an EndpointError
         self.episode = episode
-        self._shared = _Shared(asyncio.Semaphore(max_concurrency))
+        self._shared = _Shared(
+            asyncio.Semaphore(max_concurrency),
+            RateLimiter(requests_per_minute, tokens_per_minute),
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> OpenAIBackend:
@@ -212,6 +223,8 @@ class OpenAIBackend:
             write_text=bool(cfg.get("write_text", True)),
             json_mode=bool(cfg.get("json_mode", False)),
             offline=bool(cfg.get("offline", False)),
+            requests_per_minute=_optional_float(cfg.get("requests_per_minute")),
+            tokens_per_minute=_optional_float(cfg.get("tokens_per_minute")),
         )
 
     def for_episode(self, seed_keys: Sequence[object]) -> OpenAIBackend:
@@ -346,6 +359,9 @@ class OpenAIBackend:
 
     async def _send(self, messages: list[dict[str, str]], params: Mapping[str, Any]) -> dict:
         t_queue = time.perf_counter()
+        limiter = self._shared.limiter
+        reserved = count_messages(messages) + int(params["max_tokens"]) if limiter.active else 0
+        await limiter.acquire(reserved)  # the job's requests and tokens per minute
         async with self._shared.semaphore:
             queue_s = time.perf_counter() - t_queue
             start = time.perf_counter()
@@ -366,6 +382,9 @@ class OpenAIBackend:
             pairs = [(c.function.name, c.function.arguments or "") for c in calls]
         except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
             raise malformed_response(exc) from None
+        if limiter.active:
+            used = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+            limiter.settle(reserved, sum(u for u in used if u is not None) or reserved)
         if calls:  # native tool calling: written as the turn (or candidates) it stands for
             text = render_tool_calls(text, pairs)
         return {

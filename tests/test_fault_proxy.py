@@ -1,0 +1,257 @@
+"""A hostile server, made by the loopback fault proxy (experiments/run/fault_proxy.py) in front
+of the stub server: every fault it injects is the endpoint's failure (retried by the SDK,
+``Retry-After`` honoured, or recorded as ``infrastructure_error`` and rerun on resume), never a
+harness error; a job of 200+ episodes at concurrency 8 ends with each recorded exactly once,
+and a job killed with SIGKILL mid-request resumes without asking for a reply it has cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_server import FakeOpenAI
+from planarena.experiments.run.fault_proxy import (
+    FAULT_KINDS,
+    FaultProxy,
+    FaultSchedule,
+    parse_rates,
+)
+from test_infrastructure_errors import assert_infrastructure, episode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def upstream(server: FakeOpenAI) -> str:
+    return server.url.removesuffix("/v1")
+
+
+def proxy_for(upstream: str, rates: dict[str, float], **kw: float) -> FaultProxy:
+    return FaultProxy(upstream, FaultSchedule(0, rates, **kw)).start()  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def proxies() -> Iterator[list[FaultProxy]]:
+    started: list[FaultProxy] = []
+    yield started
+    for p in started:
+        p.stop()
+
+
+def test_the_schedule_is_seeded_by_body_and_attempt_not_arrival_order() -> None:
+    schedule = FaultSchedule(3, parse_rates("all=0.05"))
+    draws = [schedule.fault(f"body{i}", a) for i in range(400) for a in range(3)]
+    again = [schedule.fault(f"body{i}", a) for i in reversed(range(400)) for a in range(3)]
+    assert draws == [d for i in range(400) for d in again[3 * (399 - i) : 3 * (400 - i)]]
+    assert set(draws) - {None} == set(FAULT_KINDS)  # every kind is drawn at these rates
+    assert 0.4 < sum(d is not None for d in draws) / len(draws) < 0.7  # 11 x 0.05
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        FaultSchedule(0, {"http_418": 0.1})
+    with pytest.raises(ValueError, match="sum to"):
+        FaultSchedule(0, parse_rates("all=0.1"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [
+        ("cut_json", "MalformedResponse"),
+        ("not_json", "MalformedResponse"),
+        ("slow", "APITimeoutError"),
+        ("http_503", "InternalServerError"),
+        ("reset_before_headers", "APIConnectionError"),
+        ("reset_after_headers", "APIConnectionError"),
+    ],
+)
+def test_each_fault_that_outlasts_the_retries_is_the_endpoints_failure(
+    upstream: str, proxies: list[FaultProxy], kind: str, error: str
+) -> None:
+    """Every attempt meets the fault (rate 1): the episode is an infrastructure error of the
+    right kind, for a ReAct transcript and a plan alike; none is a harness error."""
+    proxies.append(proxy := proxy_for(upstream, {kind: 1.0}, slow_s=1.5))
+    for planner in ("react", "plan_execute"):
+        record, trace = episode(proxy.url, planner, timeout_s=1.0)
+        assert_infrastructure(record, trace, error)
+    assert proxy.stats()["injected"] == {kind: 2}
+
+
+def test_retry_after_is_waited_for_in_both_forms_and_the_retry_succeeds(
+    upstream: str, proxies: list[FaultProxy]
+) -> None:
+    """Every request's first two attempts are refused with a 429 (seconds or date form)."""
+    rates = {"rate_limit_seconds": 0.5, "rate_limit_date": 0.5}
+    proxies.append(proxy := proxy_for(upstream, rates, clears_after=2))
+    record, _ = episode(proxy.url, "react", max_retries=2, timeout_s=60)
+    assert record.failure_mode != "infrastructure_error", record.detail
+    stats = proxy.stats()
+    assert stats["injected"].keys() == rates.keys()
+    assert len(stats["retry_waits"]) == 2 * record.llm_calls
+    assert stats["retry_after_honoured"] == len(stats["retry_waits"])
+
+
+def test_a_reply_without_usage_is_counted_and_says_so(
+    upstream: str, proxies: list[FaultProxy]
+) -> None:
+    proxies.append(proxy := proxy_for(upstream, {"no_usage": 1.0}))
+    record, _ = episode(proxy.url, "react")
+    stats = proxy.stats()
+    assert stats["hidden_usage_replies"] == stats["forwarded"] == record.llm_calls > 0
+    assert stats["served_prompt_tokens"] == 0 < record.tokens_prompt  # counted by us
+    assert "o200k" in record.tokenizer
+
+
+# --- whole jobs through the proxy -----------------------------------------------------------
+
+
+def _job(proxy: FaultProxy, run: Path, cache: Path, n_tasks: int) -> list[str]:
+    return [
+        sys.executable, "-m", "planarena.experiments.run.runner",
+        "llm=openai", f"llm.base_url={proxy.url}", "llm.model=fake", "llm.timeout_s=2.5",
+        f"llm.cache_dir={cache}", "env=[report,file]", "planner=[react,plan_execute_replan]",
+        f"n_tasks={n_tasks}", "faults=none", "progress=false", "concurrency=8", "figures=false",
+        f"hydra.run.dir={run}",
+    ]  # fmt: skip
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(NO_PROXY="127.0.0.1,localhost", PYTHONPATH=str(ROOT))
+    return env
+
+
+def _records(run: Path) -> list[dict[str, object]]:
+    lines = (run / "episodes.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+def _entries(cache: Path) -> dict[Path, dict[str, object]]:
+    return {p: json.loads(p.read_text()) for p in cache.rglob("*.json")}
+
+
+@pytest.mark.slow  # 204 episodes through every fault, resumed until done: about a minute
+def test_a_job_through_every_fault_ends_with_each_episode_once_and_served_tokens(
+    upstream: str, proxies: list[FaultProxy], tmp_path: Path
+) -> None:
+    proxies.append(proxy := proxy_for(upstream, parse_rates("all=0.025"), slow_s=3.0))
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    passes = []
+    for _ in range(8):
+        proc = subprocess.run(_job(proxy, run, cache, 17), capture_output=True, text=True,
+                              env=_env(), cwd=ROOT, timeout=300)  # fmt: skip
+        assert "Traceback" not in proc.stderr
+        rows = _records(run)
+        assert not [r for r in rows if r["failure_mode"] == "harness_error"]
+        passes.append(sum(r["failure_mode"] == "infrastructure_error" for r in rows))
+        assert proc.returncode == (1 if passes[-1] else 0), proc.stderr[-1500:]
+        if proc.returncode == 0:
+            break
+    rows = _records(run)
+    keys = [(r["planner"], r["env"], r["task_id"], r["trial"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 2 * 2 * 3 * 17  # each episode recorded exactly once
+    assert passes[0] > 0 and passes[-1] == 0  # infrastructure errors happened, all rerun
+    stats = proxy.stats()
+    assert set(stats["injected"]) == set(FAULT_KINDS)
+    assert stats["retry_waits"] and stats["retry_after_honoured"] == len(stats["retry_waits"])
+    entries = list(_entries(cache).values())
+    assert len(entries) == stats["forwarded"]  # each reply delivered was stored once
+    with_usage = [e for e in entries if e["prompt_tokens"] is not None]
+    assert len(entries) - len(with_usage) == stats["hidden_usage_replies"]
+    assert sum(e["prompt_tokens"] for e in with_usage) == stats["served_prompt_tokens"]
+    assert sum(e["completion_tokens"] for e in with_usage) == stats["served_completion_tokens"]
+    print(f"fault proxy: {stats['requests']} requests, injected {stats['injected']}, "
+          f"infrastructure errors per pass {passes}")  # fmt: skip
+
+
+@pytest.mark.slow  # a job killed mid-request, then resumed: about 20 s
+def test_a_job_killed_mid_request_resumes_without_asking_a_cached_reply_again(
+    server: FakeOpenAI, upstream: str, proxies: list[FaultProxy], tmp_path: Path
+) -> None:
+    server.delay_s = 0.2  # every reply takes a while: requests are in flight at the kill
+    proxies.append(proxy := proxy_for(upstream, {}))
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    cmd = _job(proxy, run, cache, 6)
+    proc = subprocess.Popen(cmd, env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline = time.time() + 120
+    while proxy.stats()["forwarded"] < 40 and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # mid-request: eight are in flight
+    proc.wait(timeout=30)
+    before = set(_entries(cache))
+    asked_before = proxy.stats()["forwarded"]
+    assert before
+    if (run / "episodes.jsonl").exists():
+        assert len(_records(run)) < 72
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]
+    rows = _records(run)
+    keys = [(r["planner"], r["env"], r["task_id"], r["trial"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 72
+    new = set(_entries(cache)) - before
+    # every reply the resume was sent is a new entry: no request whose reply was cached
+    assert proxy.stats()["forwarded"] - asked_before == len(new)
+    assert any(r["cache_hits"] for r in rows)  # the killed job's replies were replayed
+
+
+# --- the job's side: fail-fast and client-side rate limits -----------------------------------
+
+
+def test_an_endpoint_that_answered_before_is_flaky_not_gone() -> None:
+    from types import SimpleNamespace
+
+    from planarena.experiments.run.llm_factory import InfrastructureError
+    from planarena.experiments.run.loop import FailFast
+
+    def rec(mode: str | None, detail: str = "") -> SimpleNamespace:
+        return SimpleNamespace(failure_mode=mode, detail=detail, planner="react", task_id="t")
+
+    timeout = rec("infrastructure_error", "APITimeoutError: no reply")
+    with pytest.raises(InfrastructureError):  # never answered: gone
+        FailFast(5).check(timeout)
+    ff = FailFast(3)
+    ff.check(rec(None))
+    ff.check(timeout), ff.check(timeout), ff.check(rec("false_success"))  # reset by a clean one
+    ff.check(timeout), ff.check(timeout)
+    with pytest.raises(InfrastructureError):
+        ff.check(timeout)  # three in a row
+
+
+def test_rate_limits_hold_requests_and_tokens_per_minute() -> None:
+    import asyncio
+
+    from planarena.planners.llm.rate_limit import RateLimiter
+
+    now = [0.0]
+
+    async def go(limiter: RateLimiter, tokens: int, n: int) -> list[float]:
+        starts = []
+        for _ in range(n):
+            await limiter.acquire(tokens)
+            starts.append(now[0])
+        return starts
+
+    async def fake_sleep(s: float) -> None:
+        now[0] += s
+
+    real_sleep = asyncio.sleep
+    asyncio.sleep = fake_sleep  # type: ignore[assignment]
+    try:
+        rpm = RateLimiter(requests_per_minute=60, clock=lambda: now[0])  # 1/s, burst 10
+        starts = asyncio.run(go(rpm, 0, 30))
+        assert starts[9] == 0.0 and starts[29] == pytest.approx(20.0)
+        now[0] = 0.0
+        tpm = RateLimiter(tokens_per_minute=6000, clock=lambda: now[0])  # 100/s, burst 1000
+        starts = asyncio.run(go(tpm, 500, 6))
+        assert starts[1] == 0.0 and starts[5] == pytest.approx(20.0)
+        tpm.settle(500, 100)  # unused allowance comes back
+        assert tpm.tokens is not None and tpm.tokens.level == pytest.approx(400.0)
+    finally:
+        asyncio.sleep = real_sleep  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="requests_per_minute"):
+        RateLimiter(requests_per_minute=0)
