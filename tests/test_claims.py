@@ -136,3 +136,90 @@ def test_a_bad_claims_file_stops_the_run_before_any_episode(tmp_path: Path) -> N
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("planarena:")]
     assert f"{bad}: claim c1:" in line and "Traceback" not in proc.stderr
     assert not (tmp_path / "run" / "episodes.jsonl").exists()
+
+
+def test_the_confirmatory_stage_runs_each_undecided_claims_corners_on_fresh_tasks(
+    tmp_path: Path,
+) -> None:
+    """A screen's 'holds where' claim is run again at the four corners of its two deciding
+    assumptions (the others at their defaults), one paired interval per corner; a claim the
+    screen decided is not run again."""
+    from planarena.experiments.studies.claims_confirm import confirm_cells, plan
+
+    screen = tmp_path / "screen"
+    screen.mkdir()
+    pd.DataFrame(
+        [
+            {"claim": "react_over_replan_4_8", "verdict": HOLDS_WHERE,
+             "deciding": "replan_max_replans, replanner_error_scale, p_correct"},
+            {"claim": "react_over_replan_long", "verdict": HOLDS, "deciding": "p_correct"},
+        ]
+    ).to_csv(screen / "claims.csv", index=False)  # fmt: skip
+    config = {"claims_confirm": {"screen": str(screen)}}
+    assert list(plan(config)) == ["react_over_replan_4_8"]
+    cells = confirm_cells(config)
+    assert [c.label for c in cells][0] == "defaults" and len(cells) == 5
+    assert cells[1].overrides == {
+        "planner.plan_execute_replan.max_replans": 1,
+        "llm.models.replanner.error_scale": 1.0,
+    }
+    assert cells[4].overrides == {
+        "planner.plan_execute_replan.max_replans": 20,
+        "llm.models.replanner.error_scale": 3.0,
+    }
+    run = tmp_path / "run"
+    cmd = [
+        sys.executable, "-m", "planarena.experiments.run.runner", "experiment=claims_confirm",
+        f"claims_confirm.screen={screen}", "planner=[react,plan_execute_replan]", "env=report",
+        "complexity=simple", "n_tasks=3", "claims_confirm.n_boot=200", "progress=false",
+        "figures=false", f"hydra.run.dir={run}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = pd.read_csv(run / "claims_confirmed.csv")
+    assert list(table["claim"].unique()) == ["react_over_replan_4_8"]
+    assert len(table) == 4 and (table["n_tasks"] == 3).all()
+    assert set(table["verdict"]) <= {"holds", "fails", UNRESOLVED}
+    assert (table["low"] <= table["mean"]).all() and (table["mean"] <= table["high"]).all()
+    assert "Confirmation:" in proc.stdout
+
+
+def test_the_confirmatory_stage_needs_its_screen(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "planarena.experiments.run.runner", "experiment=claims_confirm",
+        "planner=[react,plan_execute_replan]", "env=report", "complexity=simple", "n_tasks=1",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("planarena:")]
+    assert "claims_confirm.screen" in line and "Traceback" not in proc.stderr
+
+
+def test_no_finding_about_planners_is_typed_by_hand() -> None:
+    """Every sentence of the README and docs that compares planners names a registered claim,
+    sits on a rendered or quoting page or block, or is on the shrinking list of findings typed
+    before this check; a listed sentence no longer in the docs must leave the list."""
+    from planarena.experiments.claims.lint import pending, unregistered
+
+    left = {f.key() for f in unregistered(ROOT, (c.id for c in load_claims()))}
+    listed = pending()
+    assert sorted(left - listed) == [], "register these as claims or render them"
+    assert sorted(listed - left) == [], "these are gone from the docs: drop them from the list"
+
+
+def test_the_findings_check_sees_a_typed_finding_and_accepts_a_registered_one(
+    tmp_path: Path,
+) -> None:
+    from planarena.experiments.claims.lint import findings
+
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n\nSome prose. ReAct completes more than ToT on long tasks.\n\n"
+        "Replanning leads by 9 points (claim `react_over_replan_long`).\n\n"
+        "```\nReAct beats ToT in a code block\n```\n\n"
+        "<!-- quoted: the article -->\nPlan-and-Execute beats ReAct.\n<!-- /quoted -->\n"
+        "| ReAct | wins | a table row |\n"
+    )
+    found = [(f.line, f.claim) for f in findings(page)]
+    assert found == [(3, None), (5, "react_over_replan_long"), (14, None)]

@@ -175,7 +175,7 @@ def axes_of(design: Design) -> list[Axis]:
 
 
 DOCS_HEADER = """<!-- rendered from docs/data/claims/ (a copy of the default run's claims.csv,
-claims_effects.csv and claims_design.json) by
+claims_effects.csv and claims_design.json, and its confirmatory run's claims_confirmed.csv) by
 python -c 'from planarena.experiments.studies.claims import write_docs; write_docs()';
 do not edit by hand: tests/test_claims.py checks it -->
 
@@ -198,7 +198,30 @@ def render_results(results: Path) -> str:
     text = ["conditions", "deciding", "published", "reproduction", "population"]
     table[text] = table[text].fillna("")
     effects = pd.read_csv(results / "claims_effects.csv")
-    return markdown(table, effects, design)
+    text = markdown(table, effects, design)
+    confirmed = results / "claims_confirmed.csv"
+    if confirmed.is_file():  # the confirmatory stage's output beside the screen's
+        text += "\n## Confirmation\n\n" + confirmed_markdown(pd.read_csv(confirmed))
+    return text
+
+
+def confirmed_markdown(table: pd.DataFrame) -> str:
+    """One block per claim: each corner's paired difference and verdict."""
+    lines = [
+        "Confirmation on fresh tasks: each undecided claim at the corners of its two deciding "
+        "assumptions (every other at its default), a paired interval per corner, "
+        "Bonferroni-corrected over the claim's corners.",
+        "",
+        "| claim | corner | verdict | paired difference | tasks |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in table.itertuples():
+        if r.metric == "completion":
+            shown = f"{r.mean:+.1f} pp [{r.low:+.1f}, {r.high:+.1f}]"
+        else:
+            shown = f"{r.mean:.2f}x [{r.low:.2f}, {r.high:.2f}]"
+        lines.append(f"| {r.claim} | {r.corner} | **{r.verdict}** | {shown} | {r.n_tasks} |")
+    return "\n".join(lines) + "\n"
 
 
 def _identity(claim: Claim) -> dict[str, Any]:
@@ -407,5 +430,6 @@ class Claims(Study):
         return (
             f"Claims: {len(table)} tested in {len(design.labels)} cells; "
             + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-            + f" — {out_dir / 'claims.md'}"
+            + f" — {out_dir / 'claims.md'}; confirm where the verdict turns with: planarena "
+            f"experiment=claims_confirm claims_confirm.screen={out_dir} seed={seed + 1}"
         )
