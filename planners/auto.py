@@ -240,18 +240,23 @@ def load_map(path: str) -> DecisionMap:
         raise MapError(f"{file}: not JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(raw, dict) or raw.get("format") != MAP_FORMAT:
         raise MapError(f"{file}: not a decision map (format must be {MAP_FORMAT!r})")
-    entries = [_entry(e, f"{file}: entries[{i}]") for i, e in enumerate(raw.get("entries", []))]
+    return map_of(raw, str(file))
+
+
+def map_of(raw: Mapping[str, Any], source: str) -> DecisionMap:
+    """A decision map from its JSON object (``source`` names it in errors)."""
+    entries = [_entry(e, f"{source}: entries[{i}]") for i, e in enumerate(raw.get("entries", []))]
     entries.sort(key=lambda e: -e.specificity())  # stable: the file's order among equals
     fallback = raw.get("fallback")
     if not isinstance(fallback, str) or not fallback:
-        raise MapError(f"{file}: fallback must name a planner")
+        raise MapError(f"{source}: fallback must name a planner")
     return DecisionMap(
         version=str(raw.get("version", "")),
         entries=tuple(entries),
         budget_levels=tuple(int(b) for b in raw.get("budget_levels", [])),
         default_model=str(raw.get("default_model", "strong")),
         fallback=fallback,
-        source=str(file),
+        source=source,
     )
 
 

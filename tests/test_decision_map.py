@@ -228,3 +228,31 @@ def test_a_tiny_study_runs_end_to_end_and_its_map_drives_auto(tmp_path: Path) ->
     mine = records[records["planner"] == "auto"]
     assert mine["auto_choice"].notna().all() and mine["auto_reason"].str.contains("items=").all()
     assert math.isfinite(float(np.nanmean(mine["success"])))
+
+
+def test_auto_is_judged_on_each_family_its_map_never_saw(tmp_path: Path) -> None:
+    """Leave one family out: the map rebuilt from the other families without the tool count,
+    auto's pick on each held-out task scored with that planner's outcome there, against the
+    best fixed planner in hindsight and the one the other families would have picked."""
+    from planarena.experiments.studies import auto_lofo
+
+    overrides = [
+        "experiment=decision_map", "planner=[react,plan_execute_replan]", "env=[rag,report,file]",
+        "n_tasks=4", "progress=false", "workers=1", "figures=false",
+        "decision_map.skills=[strong]", "decision_map.fault_rates=[1.0]",
+        "decision_map.judge_correlation=[]", "decision_map.budgets=[]", "decision_map.n_boot=100",
+    ]  # fmt: skip
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        cfg = compose("config", overrides=overrides)
+    run(cfg, tmp_path)
+    auto_lofo.write(tmp_path)
+    table = pd.read_csv(tmp_path / "auto_lofo.csv")
+    assert sorted(table["held_out"]) == ["file", "rag", "report"]
+    assert (table["units"] == 12).all()  # 4 tasks x 3 complexities, one grid cell
+    for label in ("hindsight", "trained"):
+        assert (table[f"diff_{label}_low"] <= table[f"diff_{label}"]).all()
+        assert (table[f"diff_{label}"] <= table[f"diff_{label}_high"]).all()
+    assert set(table["best_trained"]) <= {"react", "plan_execute_replan"}
+    assert "leave one family out" in (tmp_path / "auto_lofo.md").read_text()
+    with pytest.raises(ValueError, match="not a run of experiment=decision_map"):
+        auto_lofo.write(tmp_path / "nothing")

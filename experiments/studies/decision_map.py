@@ -279,8 +279,21 @@ def choose_group(
     return choice, why, {"completion": rate, "cost_per_completed": cost[choice], "leader": leader}
 
 
+FEATURE_LADDER: tuple[tuple[str, ...], ...] = (
+    ("tools", "items_bin", "deps"),
+    ("items_bin", "deps"),
+    (),
+)
+"""The map's groupings, most specific first (``tools`` names the family pairs it was
+measured on; a map for unseen toolsets leaves it out: :mod:`.auto_lofo`)."""
+
+
 def auto_map(
-    data: pd.DataFrame, planners: Sequence[str], s: Settings, config: Mapping[str, Any]
+    data: pd.DataFrame,
+    planners: Sequence[str],
+    s: Settings,
+    config: Mapping[str, Any],
+    ladder: Sequence[Sequence[str]] = FEATURE_LADDER,
 ) -> dict[str, Any]:
     """``decision_map.json``: per model skill (the grid's cells, fault rates pooled: auto
     cannot see the fault rate) and per budget (its cells, at strong skill), entries from the
@@ -317,13 +330,13 @@ def auto_map(
     grid = data[data["dm_kind"] == "grid"]
     for skill, part in grid.groupby("skill", sort=False, observed=True):
         head = {"model": str(skill), "budget": None}
-        for keys in (["tools", "items_bin", "deps"], ["items_bin", "deps"], []):
-            add(part, head, keys)
+        for keys in ladder:
+            add(part, head, list(keys))
     budget = data[data["dm_kind"] == "budget"]
     for b, part in budget.groupby("token_budget", sort=True, observed=True):
         head = {"model": None, "budget": int(b)}
-        for keys in (["tools", "items_bin", "deps"], ["items_bin", "deps"], []):
-            add(part, head, keys)
+        for keys in ladder:
+            add(part, head, list(keys))
     overall = choose_group(
         per_task(
             grid[grid["skill"] == REFERENCE_SKILL].assign(
