@@ -22,6 +22,7 @@ from planarena.envs.family.templates import literal
 from planarena.envs.family.validate import load_declaration
 from planarena.envs.family.world import FamilyIndex, FamilyWorld
 from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.grading import Fact, carries, check_grading, count_carried
 from planarena.envs.tools import LatencyProfile, ToolCallRecord
 
 FAMILIES_DIR = Path(__file__).resolve().parent.parent / "families"
@@ -43,6 +44,7 @@ class FamilyEnv:
 
     name: str | None = None
     path: str | None = None
+    grading: str = "facts"  # set from the run's ``grading`` (envs/grading.py)
     decl: FamilyDecl = field(init=False)
     # Built once and kept: the index of the tasks in use (every planner of a job runs the same
     # task object; make_tools, exposure, grade and the oracle each read it), the rules mapped
@@ -58,6 +60,7 @@ class FamilyEnv:
     )
 
     def __post_init__(self) -> None:
+        check_grading(self.grading)
         if self.path is None and self.name is None:
             raise FamilyError("a family env needs a name (built-in) or a path (any file)")
         if self.path is None:
@@ -204,12 +207,17 @@ class FamilyEnv:
                 False, 0.0, trap_touched=touched, saw_missing_data=saw_missing, detail="no answer"
             )
         needed = oracle.required()
-        lines = answer.lower().splitlines()
-        found = sum(
-            any(label.lower() in ln and fact.lower() in ln for ln in lines)
-            for label, fact in needed
-        )
-        trap_in_answer = self._decoy_in_answer(index, lines)
+        if self.grading == "facts":
+            facts = oracle.required_facts()
+            found = count_carried(answer, facts)
+            trap_in_answer = any(carries(answer, f, facts) for f in self._decoy_facts(index))
+        else:
+            lines = answer.lower().splitlines()
+            found = sum(
+                any(label.lower() in ln and fact.lower() in ln for ln in lines)
+                for label, fact in needed
+            )
+            trap_in_answer = self._decoy_in_answer(index, lines)
         progress = found / len(needed) if needed else 1.0
         return Grade(
             found == len(needed) and not trap_in_answer,
@@ -219,6 +227,20 @@ class FamilyEnv:
             saw_missing_data=saw_missing,
             detail=f"{found}/{len(needed)} facts",
         )
+
+    def _decoy_facts(self, index: FamilyIndex) -> list[Fact]:
+        """A last-layer decoy's wrong facts, each for its item."""
+        out = []
+        for s in index.sinks:
+            trap = index.nodes[s]["trap"]
+            if trap is None or trap["kind"] != "decoy":
+                continue
+            label = str(index.nodes[s]["result"][self.decl.answer.label])
+            for f in self.decl.answer.facts:
+                wrong = trap["result"].get(f)
+                if wrong is not None and wrong != index.nodes[s]["result"].get(f):
+                    out.append(Fact(label, f, wrong))
+        return out
 
     def _decoy_in_answer(self, index: FamilyIndex, lines: list[str]) -> bool:
         """A last-layer decoy's wrong fact stated on a line naming its item."""

@@ -17,6 +17,7 @@ from planarena.envs.base import Task
 from planarena.envs.family.schema import PERMANENT_ARG_FAULTS, FamilyDecl
 from planarena.envs.family.templates import fmt
 from planarena.envs.family.world import FamilyIndex, render_item
+from planarena.envs.grading import Fact
 from planarena.envs.oracle import (
     REPORT_UNREACHABLE,
     SUBMIT_ANSWER,
@@ -306,6 +307,15 @@ class FamilyOracle:
                 out += [(label, f"{f}: {res[f]}") for f in self.decl.answer.facts]
             self._required = out
         return list(self._required)
+
+    def required_facts(self) -> list[Fact]:
+        """The facts the answer must carry, typed (for ``grading=facts``)."""
+        out = []
+        for s in self.index.sinks:
+            res = self.index.nodes[s]["result"]
+            label = str(res[self.decl.answer.label])
+            out += [Fact(label, f, res[f]) for f in self.decl.answer.facts]
+        return out
 
     def answer(self, observations: Sequence[Obs]) -> str | None:
         """The last answer written that states every required fact, if any."""

@@ -23,6 +23,7 @@ from planarena.envs.base import (
     wrap_tools,
 )
 from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.grading import check_grading, normalise, segments
 from planarena.envs.rag.index import corpus, first_crag
 from planarena.envs.rag.oracle import RagOracle
 from planarena.envs.rag.tables import STATIONS
@@ -134,6 +135,11 @@ def generate_tasks(
     return tasks
 
 
+def _as(text: str, grading: str) -> str:
+    """A fact's text as the policy compares it."""
+    return normalise(text) if grading == "facts" else text.lower()
+
+
 def _has_token(line: str, token: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(token.lower())}(?![\w])", line) is not None
 
@@ -159,7 +165,9 @@ def _missing_seen(task: Task, calls: Sequence[ToolCallRecord]) -> bool:
     return False
 
 
-def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
+def grade(
+    task: Task, answer: str | None, calls: Sequence[ToolCallRecord], grading: str = "exact"
+) -> Grade:
     """Progress = share of required facts in the answer (a grade on the line naming its
     route); an outdated fact on a line naming its crag is a trap in the answer."""
     touched = any(
@@ -176,17 +184,19 @@ def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Gr
             False, 0.0, trap_touched=touched, saw_missing_data=saw_missing, detail="no answer"
         )
     lines = answer.lower().splitlines()
+    if grading == "facts":  # case, punctuation and spacing folded, per line and sentence
+        lines = segments(answer)
     required = required_facts(task)
     found = 0
     route_of = {crag: fact for slot, crag, fact in required if slot == "easiest"}
     for slot, crag, fact in required:
         if slot == "grade":
-            route = route_of[crag].lower()
-            found += any(route in ln and _has_token(ln, fact) for ln in lines)
+            route = _as(route_of[crag], grading)
+            found += any(route in ln and _has_token(ln, _as(fact, grading)) for ln in lines)
         else:
-            found += any(fact.lower() in ln for ln in lines)
+            found += any(_as(fact, grading) in ln for ln in lines)
     trap_in_answer = any(
-        fact and any(crag.lower() in ln and fact.lower() in ln for ln in lines)
+        fact and any(_as(crag, grading) in ln and _as(fact, grading) in ln for ln in lines)
         for crag, fact in stale_facts(task)
     )
     progress = found / len(required)
@@ -206,10 +216,12 @@ class RagEnv:
 
     name: str = ENV_NAME
     p_trap: float = 0.5
+    grading: str = "facts"  # set from the run's ``grading`` (envs/grading.py)
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
     def __post_init__(self) -> None:
         check_share("p_trap", self.p_trap)
+        check_grading(self.grading)
 
     def generate(
         self,
@@ -235,7 +247,7 @@ class RagEnv:
         return wrap_tools(RagWorld(task), latency=self.latency, rules=rules, seed_keys=seed_keys)
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
-        return grade(task, answer, calls)
+        return grade(task, answer, calls, self.grading)
 
     def exposure(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]

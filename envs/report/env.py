@@ -24,6 +24,7 @@ from planarena.envs.base import (
     wrap_tools,
 )
 from planarena.envs.faults import FaultInjector, FaultRule
+from planarena.envs.grading import Fact, carries, check_grading, count_carried
 from planarena.envs.report.oracle import ReportOracle
 from planarena.envs.report.world import LATENCY, SPECS, ReportWorld, precise_queries
 from planarena.envs.rng import derive_rng
@@ -120,8 +121,11 @@ def generate_tasks(
     return tasks
 
 
-def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
-    """Progress = share of required figures stated on a line naming the company and the year."""
+def grade(
+    task: Task, answer: str | None, calls: Sequence[ToolCallRecord], grading: str = "exact"
+) -> Grade:
+    """Progress = share of required figures stated: on a line naming the company and the year
+    in the answer tool's wording (``exact``), or as facts in any wording (``facts``)."""
     branches = ReportWorld.of(task).branches
     trap_urls = {b.press_url for b in branches if b.stale_trap}
     touched = any(c.tool == "parse_pdf" and c.args.get("url") in trap_urls for c in calls)
@@ -141,6 +145,23 @@ def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Gr
     if not answer:
         return Grade(
             False, 0.0, trap_touched=touched, saw_missing_data=saw_missing, detail="no answer"
+        )
+    if grading == "facts":
+        facts = [Fact(b.company, f, float(v)) for b in branches for f, v in _figures(b)]
+        found = count_carried(answer, facts)
+        trap_in_answer = any(
+            b.stale_trap and carries(answer, stale, [stale, Fact(b.company, "profit", 0.0)])
+            for b in branches
+            for stale in [Fact(b.company, "revenue", float(b.stale_revenue))]
+        )
+        required = 2 * len(branches)
+        return Grade(
+            found == required and not trap_in_answer,
+            found / required,
+            trap_in_answer=trap_in_answer,
+            trap_touched=touched,
+            saw_missing_data=saw_missing,
+            detail=f"{found}/{required} facts",
         )
     lines = answer.lower().splitlines()
     found = 0
@@ -165,16 +186,22 @@ def grade(task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Gr
     )
 
 
+def _figures(b: Any) -> list[tuple[str, Any]]:
+    return [("revenue", b.revenue), ("profit", b.profit)]
+
+
 @dataclass
 class ReportEnv:
     """Factory for tasks, toolboxes and the oracle of the report family."""
 
     name: str = ENV_NAME
     p_stale_trap: float = 0.5
+    grading: str = "facts"  # set from the run's ``grading`` (envs/grading.py)
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
     def __post_init__(self) -> None:
         check_share("p_stale_trap", self.p_stale_trap)
+        check_grading(self.grading)
 
     def generate(
         self,
@@ -201,7 +228,7 @@ class ReportEnv:
         return wrap_tools(world, latency=self.latency, rules=rules, seed_keys=seed_keys)
 
     def grade(self, task: Task, answer: str | None, calls: Sequence[ToolCallRecord]) -> Grade:
-        return grade(task, answer, calls)
+        return grade(task, answer, calls, self.grading)
 
     def exposure(
         self, task: Task, *, rules: Sequence[FaultRule], seed_keys: tuple[object, ...]

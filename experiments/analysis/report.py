@@ -27,7 +27,6 @@ from typing import Any
 
 import pandas as pd
 from planarena.experiments.analysis.cells import swept_keys
-from planarena.experiments.analysis.figures import write_figures
 from planarena.experiments.analysis.report_html import write_merged_report_html
 from planarena.experiments.analysis.tables import (
     completion_heading,
@@ -233,6 +232,8 @@ def render(
     out_dir.mkdir(parents=True, exist_ok=True)
     order = list(planner_order) if planner_order else None
     summary = write_summaries(df, out_dir, seed=seed, planner_order=order)
+    from planarena.experiments.analysis.figures import write_figures  # matplotlib: when drawn
+
     write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
     if "run_dir" in df.columns and len(df):  # the page beside them: every run's records
         write_merged_report_html([Path(d) for d in pd.unique(df["run_dir"])], out_dir)

@@ -49,6 +49,9 @@ OUTPUT_ONLY_KEYS = (
 )
 """Config keys that change how a job runs or what it prints, never what its episodes are."""
 
+LEGACY_GRADING = "exact"
+"""The grading policy of every run made before ``grading`` was a key."""
+
 
 FAMILY_DIGEST = "declaration_sha256"
 """The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash
@@ -79,7 +82,10 @@ def identity(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def fingerprint(config: Mapping[str, Any]) -> str:
     """A short stable hash of :func:`identity` (the ``config_id`` of records)."""
-    canonical = json.dumps(identity(config), sort_keys=True, separators=(",", ":"))
+    tree = identity(config)
+    if tree.get("grading") == LEGACY_GRADING:  # every run before the key graded so: their
+        del tree["grading"]  # config_id (and a shipped recording's) stays what it was
+    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 

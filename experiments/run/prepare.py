@@ -233,6 +233,10 @@ def prepare(cfg: DictConfig, container: dict[str, Any] | None = None) -> Prepare
     envs: dict[str, Env] = instantiate_group(cfg.env, "env")
     if not planners or not envs:
         raise ConfigError("select at least one planner and one env")
+    grading = str(container.get("grading", "facts"))
+    for env in envs.values():  # one grading policy for every built-in env (envs/grading.py)
+        if hasattr(env, "grading"):
+            env.grading = grading
     for name, env in envs.items():  # a family file's content is part of the run's identity
         spec = container.get("env", {}).get(name)
         if isinstance(spec, dict) and spec.get("path") is not None and hasattr(env, "digest"):

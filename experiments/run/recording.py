@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
+from planarena.experiments.records.identity import LEGACY_GRADING, RUN_FILE
 
 RUN = "run"
 CACHE_ARCHIVE = "llm_cache.tar.xz"
@@ -94,7 +95,19 @@ def recorded_overrides(recording: Path) -> list[str]:
     if not path.is_file():
         raise RecordingError(f"{recording}: no {RUN}/.hydra/overrides.yaml")
     overrides = yaml.safe_load(path.read_text()) or []
-    return [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in _OWN]
+    kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in _OWN]
+    if not any(o.split("=", 1)[0] == "grading" for o in kept) and not _graded_by_key(recording):
+        kept.append(f"grading={LEGACY_GRADING}")  # made before the key: graded exactly
+    return kept
+
+
+def _graded_by_key(recording: Path) -> bool:
+    """Whether the recorded run's configuration has ``grading`` (runs before it did not)."""
+    try:
+        run = json.loads((recording / RUN / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return "grading" in (run.get("config") or {})
 
 
 def recorded_episodes(recording: Path) -> list[dict[str, object]]:

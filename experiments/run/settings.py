@@ -61,6 +61,8 @@ class RunSettings(_Settings):
     recovery: Literal["article", "equal"] = "article"  # equal: every planner's recovery
     # uncapped up to equal_recovery_calls LLM calls, the replanner the default model
     equal_recovery_calls: PositiveInt = 40
+    grading: Literal["facts", "exact"] = "facts"  # facts: an answer carrying the task's
+    # facts in any wording completes it; exact: the answer tool's wording (envs/grading.py)
     budget: BudgetSettings = BudgetSettings()
 
     @field_validator("workers", mode="before")
