@@ -534,3 +534,23 @@ def test_every_shipped_planner_looks_the_same_in_every_figure() -> None:
     pairs = {(s.marker, str(s.linestyle)) for s in alone.values()}
     assert len(pairs) == len(shipped)
     assert not set(EXTRA_MARKERS) & set(KNOWN_PLANNER_MARKERS.values())
+
+
+def test_a_one_planner_one_env_run_draws_every_figure_with_room_for_its_labels() -> None:
+    """The smallest grid (one row, one planner) still has room for its legend, ticks and a
+    two-line x label: no layout collapse, nothing cut by the canvas."""
+    import warnings
+
+    small = make_episodes(planners=("react",), envs=("report",), n_tasks=3)
+    summary = summarize(small, ("planner", "env", "complexity"))
+    for name in FIGURE_NAMES:
+        for _, width in FIGURE_VARIANTS:
+            kwargs: dict[str, Any] = {"width": width}
+            if name in ("completion", "latency_percentiles", "pareto_tokens"):
+                kwargs["summary"] = summary
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # "axes sizes collapsed to zero"
+                fig = BUILDERS[name](small, **kwargs)
+                fig.set_layout_engine("constrained")
+                fig.canvas.draw()
+            assert texts_outside_canvas(fig) == [], (name, width)

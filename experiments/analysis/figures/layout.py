@@ -69,6 +69,9 @@ HEADER_IN = 0.22
 XLABEL_IN = 0.3
 """Room for the shared x label under the grid."""
 
+XLABEL_POOLED_IN = 0.5
+"""Room for it in a one-column figure: it says "complexities pooled" and breaks in two lines."""
+
 
 def _ordered_planners(df: pd.DataFrame, planner_order: Sequence[str] | None) -> list[str]:
     """Explicit order first, then the rest by first appearance (as the tables order them)."""
@@ -153,8 +156,8 @@ def _facets(
     levels: list[str | None] = (
         [None] if pooled(width) else list(_ordered_complexities(list(df["complexity"])))
     )
-    fixed = _legend_height(width, legend_labels) + XLABEL_IN
-    fixed += 0.0 if levels == [None] else HEADER_IN
+    fixed = _legend_height(width, legend_labels)
+    fixed += XLABEL_POOLED_IN if levels == [None] else XLABEL_IN + HEADER_IN
     row = min(row_in, max(MIN_ROW_IN, (PAGE_HEIGHT_IN - fixed - 0.02) / len(envs)))
     fig = new_figure(width, fixed + row * len(envs))
     axes = fig.subplots(len(envs), len(levels), sharey=True, squeeze=False)
