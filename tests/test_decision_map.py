@@ -256,3 +256,13 @@ def test_auto_is_judged_on_each_family_its_map_never_saw(tmp_path: Path) -> None
     assert "leave one family out" in (tmp_path / "auto_lofo.md").read_text()
     with pytest.raises(ValueError, match="not a run of experiment=decision_map"):
         auto_lofo.write(tmp_path / "nothing")
+
+
+def test_the_docs_blocks_are_rendered_from_the_shipped_runs() -> None:
+    """docs/decision-map.md's verdicts under both recovery budgets and auto's
+    leave-one-family-out table are renders of docs/data/decision_map/, never typed."""
+    from planarena.experiments.studies.decision_map_docs import PAGE, render_page
+
+    page = PAGE.read_text(encoding="utf-8")
+    assert "<!-- rendered: recovery -->" in page and "<!-- rendered: auto_lofo -->" in page
+    assert render_page(page) == page
