@@ -255,3 +255,17 @@ def test_rate_limits_hold_requests_and_tokens_per_minute() -> None:
         asyncio.sleep = real_sleep  # type: ignore[assignment]
     with pytest.raises(ValueError, match="requests_per_minute"):
         RateLimiter(requests_per_minute=0)
+
+
+def test_an_endpoint_that_answered_a_request_is_flaky_even_before_a_clean_episode() -> None:
+    """A slow real server: the first episodes' long replies time out after others were
+    answered; that is a flaky endpoint, not a gone one."""
+    from types import SimpleNamespace
+
+    from planarena.experiments.run.loop import FailFast
+
+    timeout = SimpleNamespace(
+        failure_mode="infrastructure_error", detail="APITimeoutError: no reply",
+        planner="react", task_id="t", llm_requests=3,
+    )  # fmt: skip
+    FailFast(5).check(timeout)  # three replies came before the timeout: not stopped

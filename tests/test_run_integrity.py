@@ -777,7 +777,14 @@ def test_an_unreachable_endpoint_stops_the_job(reference: Path) -> None:
     ok = EpisodeRecord(**row)
     error = EpisodeRecord(**(row | {"failure_mode": "harness_error", "detail": "KeyError: 'x'"}))
     dead = EpisodeRecord(
-        **(row | {"failure_mode": "infrastructure_error", "detail": "APIConnectionError: refused"})
+        **(
+            row
+            | {
+                "failure_mode": "infrastructure_error",
+                "detail": "APIConnectionError: refused",
+                "llm_requests": 0,  # not one request of it answered
+            }
+        )
     )
     guard = FailFast(first_n=3)
     guard.check(ok)

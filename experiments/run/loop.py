@@ -98,8 +98,8 @@ class HarnessStop(RuntimeError):
 
 class FailFast:
     """Stops a job whose errors are not the agent's: when the endpoint is gone (it cannot be
-    reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`) before any episode
-    ended cleanly, or in ``first_n`` episodes in a row after one did; or when
+    reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`) before it answered
+    any request of the job, or in ``first_n`` episodes in a row after it did; or when
     the first ``first_n`` episodes all end in the same harness or infrastructure error (a bad
     value that raises in every episode, a model name the server does not serve)."""
 
@@ -108,17 +108,21 @@ class FailFast:
         self.errors: list[str] = []
         self.any_clean = False
         self.unreachable_run = 0  # unreachable-endpoint episodes since the last clean one
+        self.answered = False  # the endpoint answered a request of this job
 
     def check(self, record: EpisodeRecord | Finished) -> None:
+        self.answered = self.answered or int(getattr(record, "llm_requests", 0) or 0) > 0
         if record.failure_mode not in NOT_MEASURED:
             self.any_clean, self.unreachable_run = True, 0
             return
         where = f"{record.planner} on {record.task_id}"
         if record.detail.split(":", 1)[0] in INFRASTRUCTURE_ERRORS:
-            # an endpoint that never answered this job is gone; one that did is flaky until
-            # first_n episodes in a row find it unreachable (each is rerun on resume)
+            # an endpoint that never answered this job is gone; one that did (a clean
+            # episode, or a reply in any episode) is flaky until first_n episodes in a row
+            # find it unreachable (each is rerun on resume)
             self.unreachable_run += 1
-            if not self.any_clean or self.unreachable_run >= max(1, self.first_n):
+            alive = self.any_clean or self.answered
+            if not alive or self.unreachable_run >= max(1, self.first_n):
                 raise InfrastructureError(f"{record.detail} ({where})")
             return
         if self.any_clean or not self.first_n:
