@@ -304,6 +304,11 @@ class FaultInjector(ToolboxWrapper):
             "service_up": _ServiceUp(self, clock.now()),
         }
 
+    def fact_names(self) -> dict[str, str]:
+        """The world's facts and the two tables by tool this wrapper adds (``service_up`` is
+        read at the instant a condition is checked, so it is named without a clock)."""
+        return {**self.inner.fact_names(), "api_key_valid": "tool", "service_up": "tool"}
+
     def service_up(self, tool: str, t: float) -> bool:
         return not any(
             rule.scope == "window" and tool in rule.tools and self._in_outage(i, rule, tool, t)

@@ -139,6 +139,20 @@ class Toolbox:
         reading them costs no call. A world or wrapper adds what it knows."""
         return {"internet_accessible": True}
 
+    def fact_names(self) -> dict[str, str]:
+        """Each fact :meth:`facts` holds and what it is, read at no instant (a plan prompt
+        names them before anything runs): ``flag`` (one value), ``tool`` (a table by tool
+        name) or ``key`` (a table by the world's own keys, which a prompt does not show)."""
+        tools = set(self.names())
+        return {name: fact_kind(value, tools) for name, value in self.facts().items()}
+
+
+def fact_kind(value: Any, tools: set[str]) -> str:
+    """``flag``, ``tool`` or ``key`` (:meth:`Toolbox.fact_names`)."""
+    if not isinstance(value, Mapping):
+        return "flag"
+    return "tool" if set(value) <= tools else "key"
+
 
 class ToolboxWrapper(Toolbox):
     """Base class of wrappers: forwards everything to ``inner``."""
@@ -151,6 +165,9 @@ class ToolboxWrapper(Toolbox):
 
     def facts(self) -> dict[str, Any]:
         return self.inner.facts()
+
+    def fact_names(self) -> dict[str, str]:
+        return self.inner.fact_names()
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.inner.call(name, args)

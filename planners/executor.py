@@ -10,6 +10,7 @@ No LLM tokens are spent on a step that succeeds.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ from planarena.planners.llm.protocol import Observed, RequestContext, RequestKin
 from planarena.planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
 from planarena.planners.prompts import REPLAN_USER, plan_system
 from planarena.search import topological_layers
+
+_STEP_NUMBER = re.compile(r"step_(\d+)")
 
 # An empty plan parses: it is a plan with a logic error (nothing to run), not malformed output.
 MALFORMED_REASONS = frozenset(
@@ -86,6 +89,23 @@ class PlanExecutor:
         self.status: dict[str, str] = {}
         self.log: list[str] = []
         self.seen: list[Observed] = []  # the log's entries as data: a replan request's context
+        self.revision: int = llm.plan_revision  # the plan prompt and reader (PLAN_REVISIONS)
+
+    def _system(self, plan_format: str) -> str:
+        """The plan prompt of this episode's revision, naming the world's condition facts."""
+        return plan_system(
+            self.tools.catalogue(),
+            plan_format,
+            revision=self.revision,
+            facts=self.tools.fact_names(),
+        )
+
+    def _next_id(self, pending: list[PlanStep]) -> str:
+        """The step id after every id the replan prompt shows, run, failed or pending (a
+        replan's new steps start there: reusing an id that ran is refused)."""
+        ids = [*self.status, *(s.id for s in pending)]
+        numbers = [int(m.group(1)) for m in map(_STEP_NUMBER.fullmatch, ids) if m]
+        return f"step_{max(numbers, default=0) + 1}"
 
     # --- planning ------------------------------------------------------------------------
 
@@ -93,7 +113,7 @@ class PlanExecutor:
         """Ask for a plan; a replanning strategy may ask again after a rejected one."""
         fmt = self.policy.plan_format
         messages = [
-            {"role": "system", "content": plan_system(self.tools.catalogue(), fmt)},
+            {"role": "system", "content": self._system(fmt)},
             {"role": "user", "content": f"Task: {self.goal}"},
         ]
         attempts = 1 + (self.policy.max_replans if self.policy.replan else 0)
@@ -116,7 +136,7 @@ class PlanExecutor:
                 context=RequestContext(plan_format=fmt),
             )
             try:
-                plan = parse_plan(text, self.names, plan_format=fmt)
+                plan = parse_plan(text, self.names, plan_format=fmt, revision=self.revision)
             except PlanError as err:
                 error = err
                 self.trace.append(
@@ -137,7 +157,9 @@ class PlanExecutor:
         """Validate a plan found some other way (a search) like any plan, then run it; a
         rejected plan is a plan failure."""
         try:
-            plan = parse_plan(text, self.names, plan_format=self.policy.plan_format)
+            plan = parse_plan(
+                text, self.names, plan_format=self.policy.plan_format, revision=self.revision
+            )
         except PlanError as err:
             self.trace.append(
                 {
@@ -180,10 +202,11 @@ class PlanExecutor:
             log=self.log,
             failed=f"{failed.step.id} {failed.step.tool}: {failed.failure} {failed.message}",
             pending=[f"- {s.id} {s.tool} {dumps(s.args)}" for s in pending],
+            next_id=self._next_id(pending) if self.revision >= 2 else None,
         )
         fmt = self.policy.plan_format
         messages = [
-            {"role": "system", "content": plan_system(self.tools.catalogue(), fmt)},
+            {"role": "system", "content": self._system(fmt)},
             {"role": "user", "content": prompt},
         ]
         context = RequestContext(
@@ -197,7 +220,9 @@ class PlanExecutor:
         )
         done = [sid for sid, st in self.status.items() if st == "success"]
         try:
-            plan = parse_plan(text, self.names, completed=done, plan_format=fmt)
+            plan = parse_plan(
+                text, self.names, completed=done, plan_format=fmt, revision=self.revision
+            )
             clash = sorted({s.id for s in plan.steps} & set(self.status))
             if clash:
                 raise PlanError("duplicate_id", f"replan reuses executed step id(s) {clash}")

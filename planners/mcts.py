@@ -124,7 +124,7 @@ class MCTSPlanner(Planner):
             state = await problem.complete(line)  # the line, completed greedily
             text = plan_text(task.goal, state)
             try:  # confirm cheaply before paying for execution: a plan must at least validate
-                parse_plan(text, names)
+                parse_plan(text, names, revision=llm.plan_revision)
             except PlanError as err:
                 llm.trace.append({"event": "line_rejected", "reason": err.reason})
                 continue

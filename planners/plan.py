@@ -13,12 +13,12 @@ Its parts: :mod:`~planarena.planners.plan_model` (the plan and its error),
 """
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, NoReturn
 
 import networkx as nx
 from planarena.envs import caches
-from planarena.planners.formats import is_truncated
+from planarena.planners.formats import PLAN_REVISION, PLAN_REVISIONS, is_truncated
 from planarena.planners.plan_model import (
     DEFAULT_RETRY_LIMIT,
     Plan,
@@ -30,8 +30,11 @@ from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_refs import (
     canonicalize_placeholders,
     find_placeholders,
+    name_placeholders,
     resolve_args,
     stray_placeholders,
+    template_name,
+    template_step_id,
     uses_dep_result,
 )
 from planarena.planners.plan_text import check_depth, load_json, value_depth
@@ -44,6 +47,7 @@ __all__ = [
     "canonical_step_id",
     "find_placeholders",
     "PLAN_FORMATS",
+    "READING_NOTE",
     "parse_plan",
     "resolve_args",
 ]
@@ -95,9 +99,12 @@ def _signature_tool(tool: str, tools: frozenset[str], step_id: str, notes: list[
     raise PlanError("unknown_tool", f"{step_id} uses unknown tool {tool!r}")
 
 
-def _parse_step(raw: Any, index: int, tools: frozenset[str], notes: list[str]) -> PlanStep:
+def _parse_step(
+    raw: Any, index: int, tools: frozenset[str], notes: list[str], reading: "_Reading | None"
+) -> PlanStep:
     """Validate one raw step's own fields (cross-step checks come later). The fields are read
-    in a fixed order, so a step with several faults always reports the same one."""
+    in a fixed order, so a step with several faults always reports the same one. With a
+    ``reading`` (revision 2), the slips that have one reading are read (:func:`_read_names`)."""
     label = f"step #{index + 1}"
     if not isinstance(raw, dict):
         raise PlanError("schema", f"{label} is not an object")
@@ -107,8 +114,11 @@ def _parse_step(raw: Any, index: int, tools: frozenset[str], notes: list[str]) -
         raise PlanError("schema", f"{step_id} has no tool/action string")
     if tool not in tools:
         tool = _signature_tool(tool, tools, step_id, notes)
-    args = _step_args(raw, step_id, notes)
-    deps = _step_deps(raw, step_id, notes)
+    args = _step_args(raw, step_id, notes, keep_named=reading is not None)
+    if reading is None:
+        deps = _step_deps(raw, step_id, notes)
+    else:
+        args, deps = _read_names(raw, step_id, args, notes, reading)
     retry = _retry_limit(raw, step_id)
     fallback = raw.get("fallback")
     if fallback is not None:
@@ -145,7 +155,9 @@ def _step_id(raw: Mapping[str, Any], index: int, label: str, notes: list[str]) -
     return step_id
 
 
-def _step_args(raw: Mapping[str, Any], step_id: str, notes: list[str]) -> dict[str, Any]:
+def _step_args(
+    raw: Mapping[str, Any], step_id: str, notes: list[str], *, keep_named: bool = False
+) -> dict[str, Any]:
     """The step's arguments, the RAG form's ``query`` among them, placeholder ids canonical."""
     args = raw.get("args")
     if args is None:
@@ -159,11 +171,15 @@ def _step_args(raw: Mapping[str, Any], step_id: str, notes: list[str]) -> dict[s
         if "query" in args and args["query"] != raw["query"]:
             raise PlanError("schema", f"{step_id} has conflicting query and args.query")
         args["query"] = raw["query"]
-    return canonicalize_placeholders(args, step_id, notes)
+    return canonicalize_placeholders(args, step_id, notes, keep_named=keep_named)
 
 
-def _step_deps(raw: Mapping[str, Any], step_id: str, notes: list[str]) -> list[str]:
-    """The step's dependencies, canonical and without repeats (a single one may be bare)."""
+def _step_deps(
+    raw: Mapping[str, Any], step_id: str, notes: list[str], reading: "_Reading | None" = None
+) -> list[str]:
+    """The step's dependencies, canonical and without repeats (a single one may be bare).
+    With a ``reading`` (revision 2), a dependency written as a template or naming a tool is
+    read as the one step it can mean (:func:`_dep_slip`)."""
     raw_deps = raw.get("depends_on")
     if raw_deps is None:
         dep_list: list[Any] = []
@@ -173,14 +189,170 @@ def _step_deps(raw: Mapping[str, Any], step_id: str, notes: list[str]) -> list[s
         dep_list = [raw_deps]
     deps: list[str] = []
     for dep in dep_list:
-        canon = canonical_step_id(dep)
-        if dep != canon:
-            notes.append(f"depends_on {dep!r} in {step_id} -> {canon}")
+        slip = _dep_slip(dep, step_id, reading, notes) if reading is not None else None
+        if slip is not None:
+            canon = slip
+        else:
+            canon = canonical_step_id(dep)
+            if dep != canon:
+                notes.append(f"depends_on {dep!r} in {step_id} -> {canon}")
         if canon in deps:
             notes.append(f"duplicate depends_on {canon} in {step_id} dropped")
         else:
             deps.append(canon)
     return deps
+
+
+READING_NOTE = "read one way"
+"""How every note of a revision-2 reading starts: a slip with exactly one reading, a repair."""
+TEMPLATE_DEP = "dependency written as a template"
+TOOL_DEP = "dependency names a tool"
+TOOL_PLACEHOLDER = "placeholder names a tool"
+RESULT_PLACEHOLDER = "placeholder names result"
+IMPLIED_DEP = "dependency implied by a placeholder"
+READINGS = (TEMPLATE_DEP, TOOL_DEP, TOOL_PLACEHOLDER, RESULT_PLACEHOLDER, IMPLIED_DEP)
+"""The slips revision 2 reads (docs/planners.md#plan-revisions), as their notes name them."""
+
+
+class _Reading(NamedTuple):
+    """What revision 2 reads a step's names against: the tools, the steps before it (whose
+    tools are known) and the completed steps of a replan (whose tools the parser is not
+    told)."""
+
+    tools: frozenset[str]
+    earlier: Sequence[PlanStep]
+    done: frozenset[str]
+
+
+class _Candidates(NamedTuple):
+    """The steps a name in one step can mean: its dependencies, or with none the earlier
+    steps; ``unknown`` when one of them is a step whose tool is not known (a completed step,
+    or a dependency on a later step)."""
+
+    step_id: str
+    deps: list[str]
+    steps: list[PlanStep]
+    unknown: bool
+
+
+def _one_step_using(tool: str, steps: Sequence[PlanStep], unknown: bool) -> tuple[str, str]:
+    """The one step of ``steps`` that uses ``tool`` (and ``""``), or ``""`` and why there is
+    not exactly one (``unknown``: a step whose tool is not known is among ``steps``)."""
+    using = [s.id for s in steps if s.tool == tool]
+    if unknown:
+        return "", "and a step whose tool is not known may use it"
+    if len(using) != 1:
+        return "", f"which {len(using)} candidate steps use ({', '.join(using) or 'none'})"
+    return using[0], ""
+
+
+def _dep_slip(dep: Any, step_id: str, reading: _Reading, notes: list[str]) -> str | None:
+    """A dependency as revision 2 reads it where revision 1 would not: one written as a
+    template of a step id (``{{step_1.id}}``, ``step_1.id``, ``{{step_1.result.url}}``) is
+    that step; a tool's name, bare or as a template's head, is the one earlier step that uses
+    it. None for anything else (read as revision 1 reads it)."""
+    if not isinstance(dep, str):
+        return None
+    name = dep if dep in reading.tools else template_name(dep)
+    if name is None:
+        return None
+    if name in reading.tools:
+        found, why = _one_step_using(name, reading.earlier, bool(reading.done))
+        if not found:
+            raise PlanError("schema", f"unrecognized step id {dep!r}: names tool {name!r}, {why}")
+        notes.append(f"{READING_NOTE}: {TOOL_DEP}: {dep!r} in {step_id} -> {found}")
+        return found
+    found = template_step_id(dep)
+    if found is not None:
+        notes.append(f"{READING_NOTE}: {TEMPLATE_DEP}: {dep!r} in {step_id} -> {found}")
+    return found
+
+
+def _read_names(
+    raw: Mapping[str, Any],
+    step_id: str,
+    args: dict[str, Any],
+    notes: list[str],
+    reading: _Reading,
+) -> tuple[dict[str, Any], list[str]]:
+    """Revision 2: the step's dependencies, and its placeholders that name a tool or
+    ``result`` read as the one step they can mean. Errors come in revision 1's order: a
+    placeholder that cannot be read is reported before a dependency that cannot."""
+    try:
+        deps = _step_deps(raw, step_id, notes, reading)
+    except PlanError:
+        name_placeholders(args, _unread)  # revision 1 reads args first
+        raise
+
+    def read(head: str, shown: str) -> str:
+        return _read_head(head, shown, _candidates(step_id, deps, reading), reading.tools, notes)
+
+    return name_placeholders(args, read), deps
+
+
+def _candidates(step_id: str, deps: list[str], reading: _Reading) -> _Candidates:
+    """The steps a name in the step can mean (asked only for a placeholder naming no step)."""
+    if not deps:
+        return _Candidates(step_id, deps, list(reading.earlier), bool(reading.done))
+    known = {s.id: s for s in reading.earlier}
+    steps = [known[d] for d in deps if d in known]
+    return _Candidates(step_id, deps, steps, len(steps) < len(deps))
+
+
+def _unread(head: str, shown: str) -> NoReturn:
+    """A placeholder naming no step, refused as revision 1 refuses it."""
+    raise PlanError("unresolvable_placeholder", f"placeholder {shown} does not name a step")
+
+
+def _read_head(
+    head: str, shown: str, cands: _Candidates, tools: frozenset[str], notes: list[str]
+) -> str:
+    """The step a placeholder's head means: ``result`` the step's one dependency; a tool the
+    one candidate step using it. Anything else is refused, as revision 1 refuses it."""
+    what = f"placeholder {shown} in {cands.step_id}"
+    if head in tools:
+        found, why = _one_step_using(head, cands.steps, cands.unknown)
+        if not found:
+            raise PlanError("unresolvable_placeholder", f"{what} names tool {head!r}, {why}")
+        kind = TOOL_PLACEHOLDER
+    elif head == "result" and len(cands.deps) == 1:
+        found, kind = cands.deps[0], RESULT_PLACEHOLDER
+    elif head == "result":
+        why = f"{what} names result, and {cands.step_id} has {len(cands.deps)} dependencies"
+        raise PlanError("unresolvable_placeholder", why)
+    else:
+        _unread(head, shown)
+    notes.append(f"{READING_NOTE}: {kind}: {shown} in {cands.step_id} -> {found}")
+    return found
+
+
+def _imply_dependencies(
+    steps: list[PlanStep],
+    ancestors: Mapping[str, frozenset[str]],
+    done: frozenset[str],
+    notes: list[str],
+) -> tuple[list[PlanStep], dict[str, frozenset[str]]] | None:
+    """Revision 2: a placeholder naming another step of the plan that the step does not come
+    after makes that step a dependency (the result is needed, so it runs first); the steps
+    and their ancestors then. None when no placeholder implies one, or when the implied
+    dependencies would loop (then the placeholder is refused, as revision 1 refuses it)."""
+    ids = {s.id for s in steps}
+    out, found = [], []
+    for s in steps:
+        refs = [r for r, _ in find_placeholders(s.args) if r in ids and r != s.id]
+        missing = [r for r in dict.fromkeys(refs) if r not in ancestors[s.id] and r not in done]
+        found += [
+            f"{READING_NOTE}: {IMPLIED_DEP}: {s.id} needs {r}'s result -> {r}" for r in missing
+        ]
+        out.append(s.model_copy(update={"depends_on": [*s.depends_on, *missing]}) if missing else s)
+    if not found:
+        return None
+    try:
+        implied = _check_dependencies(out, done)
+    except PlanError:
+        return None
+    notes.extend(found)
+    return out, implied
 
 
 def _retry_limit(raw: Mapping[str, Any], step_id: str) -> int:
@@ -258,6 +430,7 @@ def parse_plan(
     max_chars: int = 100_000,
     max_depth: int = 20,
     plan_format: str = "json",
+    revision: int = PLAN_REVISION,
 ) -> Plan:
     """Parse and validate planner output; raise PlanError (never anything else) if unusable.
 
@@ -265,6 +438,10 @@ def parse_plan(
     depend on them and reference their results. `plan_format` is the format the plan was
     asked in: ``json`` (a Plan JSON object) or ``text`` (numbered steps in prose,
     :mod:`~planarena.planners.plan_prose`); both are validated by the same rules.
+    `revision` is the plan reader's (:data:`~planarena.planners.formats.PLAN_REVISIONS`):
+    1 reads a text as the shipped recording was read; 2 also reads the slips that have one
+    reading (a dependency or placeholder naming a tool, ``{{result...}}``, a template step
+    id, a placeholder's missing dependency), each noted as a repair (docs/planners.md).
 
     The same text is often parsed again (the plan every static planner is given for a
     prompt, a candidate a judge scored and then runs): the outcome is kept for the last
@@ -277,12 +454,14 @@ def parse_plan(
     # text that was not cut may be
     if plan_format not in PLAN_FORMATS:
         raise ValueError(f"plan_format must be one of {PLAN_FORMATS}, got {plan_format!r}")
+    if revision not in PLAN_REVISIONS:
+        raise ValueError(f"revision must be one of {PLAN_REVISIONS}, got {revision!r}")
     tool_set, done = frozenset(tools), frozenset(completed)
-    key = (text, is_truncated(text), tool_set, done, max_chars, max_depth, plan_format)
+    key = (text, is_truncated(text), tool_set, done, max_chars, max_depth, plan_format, revision)
     outcome = PARSED.get(key)
     if outcome is None:
         try:
-            outcome = _parse_plan(text, tool_set, done, max_chars, max_depth, plan_format)
+            outcome = _parse_plan(text, tool_set, done, max_chars, max_depth, plan_format, revision)
         except PlanError as err:
             outcome = (err.reason, str(err))
         if len(PARSED) >= PARSED_KEPT:
@@ -312,6 +491,7 @@ def _parse_plan(
     max_chars: int,
     max_depth: int,
     plan_format: str = "json",
+    revision: int = PLAN_REVISION,
 ) -> Plan:
     if len(text) > max_chars:
         raise PlanError("too_large", f"plan text has {len(text)} chars (max {max_chars})")
@@ -320,7 +500,10 @@ def _parse_plan(
 
     notes: list[str] = []
     # the format hook: prose is read into the same raw steps a Plan JSON holds
-    data, repaired = load_prose(text, notes) if plan_format == "text" else load_json(text, notes)
+    if plan_format == "text":
+        data, repaired = load_prose(text, notes, revision=revision)
+    else:
+        data, repaired = load_json(text, notes)
     # JSON parsed strictly from the whole text is no deeper than the scan above allowed;
     # stripped or repaired JSON may be, so it is measured
     if (repaired or notes) and value_depth(data) > max_depth:
@@ -345,13 +528,18 @@ def _parse_plan(
     steps: list[PlanStep] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_steps):
-        step = _parse_step(raw, index, tool_set, notes)
+        reading = _Reading(tool_set, steps, done) if revision >= 2 else None  # steps so far
+        step = _parse_step(raw, index, tool_set, notes, reading)
         if step.id in seen:
             raise PlanError("duplicate_id", f"duplicate step id {step.id}")
         seen.add(step.id)
         steps.append(step)
 
     ancestors = _check_dependencies(steps, done)
+    if revision >= 2:
+        implied = _imply_dependencies(steps, ancestors, done, notes)
+        if implied is not None:
+            steps, ancestors = implied
     _check_placeholders(steps, ancestors, done)
     if is_rag and not any(s.tool == "synthesize" for s in steps):
         raise PlanError("missing_synthesize", "RAG plan has no synthesize step")
@@ -361,6 +549,8 @@ def _parse_plan(
         steps=steps,
         form="rag" if is_rag else "seed",
         # a tool written as its signature deviates from the format: a repair, as in ReAct
-        repaired=repaired or any(n.endswith(SIGNATURE_NOTE) for n in notes),
+        # and so is every slip revision 2 reads
+        repaired=repaired
+        or any(n.endswith(SIGNATURE_NOTE) or n.startswith(READING_NOTE) for n in notes),
         normalizations=notes,
     )

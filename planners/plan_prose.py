@@ -50,6 +50,7 @@ from planarena.planners.formats import (
     lenient_json,
 )
 from planarena.planners.plan_model import DEFAULT_RETRY_LIMIT, Plan, PlanError, canonical_step_id
+from planarena.planners.plan_refs import template_name, template_step_id
 
 __all__ = [
     "PLAN_TEXT_FORMAT",
@@ -178,6 +179,7 @@ _TOOL = re.compile(r"^[*_`'\"]*(?P<tool>[A-Za-z_][\w.-]*)[*_`'\"]*")
 _KEY = re.compile(r"(?P<key>[A-Za-z_][\w-]*)[ \t]*[=:][ \t]*")
 _BARE = re.compile(r"[^\s,;()]+")
 _DEP = re.compile(r"(?:step[ \t_#-]*)?(\d{1,9})", re.IGNORECASE)
+_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 _DASH = re.compile(r"^(?:--?|—|–)[ \t]+")
 _RETRY = re.compile(r"^[*_`]*(-?\d+)[*_`]*")
 
@@ -281,7 +283,9 @@ def _label_kind(m: re.Match[str]) -> str:
     return next(k for k in _LABELS if m.group(k) is not None)
 
 
-def _clause(step: dict[str, Any], text: str, where: str, notes: list[str]) -> bool:
+def _clause(
+    step: dict[str, Any], text: str, where: str, notes: list[str], revision: int = 1
+) -> bool:
     """Apply one labelled clause (``after: 1, 2``, ``check: ...``); False if not a label."""
     m = _LABEL.match(text)
     if m is None:
@@ -291,14 +295,11 @@ def _clause(step: dict[str, Any], text: str, where: str, notes: list[str]) -> bo
     if not canonical and not text.startswith(f"{_CANONICAL_LABEL.get(kind, '')}: "):
         notes.append(f"{where}: label {m.group('label').strip()!r}")
     if kind == "args":
-        _args(step, value, where, notes)
+        _args(step, value, where, notes, revision)
     elif kind == "deps":
         if _NONE.match(value):
             return True
-        numbers = _DEP.findall(value)
-        if not numbers:
-            raise PlanError("malformed_text", f"{where}: {value[:60]!r} names no step number")
-        step.setdefault("depends_on", []).extend(f"step_{int(n)}" for n in numbers)
+        step.setdefault("depends_on", []).extend(_after(value, where, revision))
     elif kind in ("pre", "post"):
         field = "pre_conditions" if kind == "pre" else "post_conditions"
         conditions = _split_outside_quotes(value, ";") if ";" in value else [value]
@@ -316,21 +317,45 @@ def _clause(step: dict[str, Any], text: str, where: str, notes: list[str]) -> bo
     return True
 
 
-def _clauses(step: dict[str, Any], text: str, where: str, notes: list[str]) -> None:
+def _after(value: str, where: str, revision: int) -> list[str]:
+    """The dependencies an ``after`` line names: the step numbers in it. From revision 2, as
+    the JSON form's reader reads them: an item spelled as a template (``{{step_1.id}}``,
+    ``step_1.id``) is passed on as written, and so, where no number is, is a name (a tool,
+    which :func:`~planarena.planners.plan.parse_plan` reads as the one step that uses it)."""
+    if revision < 2:
+        deps = [f"step_{int(n)}" for n in _DEP.findall(value)]
+    else:
+        items = [i.strip(" `*_") for i in value.split(",")]
+        deps = []
+        for item in items:
+            if template_step_id(item) is not None:
+                deps.append(item)
+            else:
+                deps.extend(f"step_{int(n)}" for n in _DEP.findall(item))
+        if not deps:  # no step number: names and templates, for parse_plan to read
+            deps = [i for i in items if _NAME.fullmatch(i) or template_name(i) is not None]
+    if not deps:
+        raise PlanError("malformed_text", f"{where}: {value[:60]!r} names no step number")
+    return deps
+
+
+def _clauses(
+    step: dict[str, Any], text: str, where: str, notes: list[str], revision: int = 1
+) -> None:
     """Clauses on a step's own line, ``;``-separated; a part without a label continues the
     clause before it (``check: a; b``)."""
     last: str | None = None
     for part in _split_outside_quotes(text, ";"):
-        if _clause(step, part, where, notes):
+        if _clause(step, part, where, notes, revision):
             m = _LABEL.match(part)
             last = _label_kind(m) if m is not None else None
         elif last is not None and last in _CANONICAL_LABEL:
-            _clause(step, f"{_CANONICAL_LABEL[last]}: {part}", where, notes)
+            _clause(step, f"{_CANONICAL_LABEL[last]}: {part}", where, notes, revision)
         else:
             raise PlanError("malformed_text", f"{where}: cannot read {part[:60]!r}")
 
 
-def _args(step: dict[str, Any], text: str, where: str, notes: list[str]) -> None:
+def _args(step: dict[str, Any], text: str, where: str, notes: list[str], revision: int = 1) -> None:
     """Arguments (and trailing clauses) of a step: ``k=v`` pairs, a JSON object, a
     parenthesised group of either, then ``(after ...; check: ...)`` or a dash and a note."""
     args = step.setdefault("args", {})
@@ -350,7 +375,7 @@ def _args(step: dict[str, Any], text: str, where: str, notes: list[str]) -> None
             and label.group("args") is None
             and not rest[label.end("label") :].lstrip(" \t*_`").startswith("=")
         ):
-            _clauses(step, rest, where, notes)  # clauses without brackets, to the line's end
+            _clauses(step, rest, where, notes, revision)  # without brackets, to the line's end
             return
         if rest[0] == "(":
             end = _closing(text, pos)
@@ -359,10 +384,10 @@ def _args(step: dict[str, Any], text: str, where: str, notes: list[str]) -> None
             inner = text[pos + 1 : end].strip()
             if _LABEL.match(inner):
                 notes.append(f"{where}: clauses in brackets")
-                _clauses(step, inner, where, notes)
+                _clauses(step, inner, where, notes, revision)
             else:
                 notes.append(f"{where}: function-call style")
-                _args(step, inner, where, notes)
+                _args(step, inner, where, notes, revision)
             pos = end + 1
             continue
         if rest[0] == "{":
@@ -404,10 +429,12 @@ def _goal(value: str, notes: list[str]) -> str:
     return value
 
 
-def load_prose(text: str, notes: list[str]) -> tuple[dict[str, Any], bool]:
+def load_prose(text: str, notes: list[str], *, revision: int = 1) -> tuple[dict[str, Any], bool]:
     """A text plan as ``{"goal": ..., "steps": [raw step objects]}`` (what a Plan JSON
     holds), and whether anything beyond the canonical form was accepted (each such thing
-    is noted). Raises :class:`PlanError` (``malformed_text``) for text that is not a plan."""
+    is noted). Raises :class:`PlanError` (``malformed_text``) for text that is not a plan.
+    ``revision`` is the plan reader's (``parse_plan`` passes its own): from 2, an ``after``
+    line's items are read as the JSON form's ``depends_on`` items are (:func:`_after`)."""
     goal: str | None = None
     empty = False
     steps: list[dict[str, Any]] = []
@@ -422,7 +449,7 @@ def load_prose(text: str, notes: list[str]) -> tuple[dict[str, Any], bool]:
             continue
         head = _STEP_HEAD.match(line)
         if head is not None and _TOOL.match(head.group("rest")):
-            current = _step(head, line, notes)
+            current = _step(head, line, notes, revision)
             steps.append(current)
             continue
         if current is None:
@@ -437,7 +464,7 @@ def load_prose(text: str, notes: list[str]) -> tuple[dict[str, Any], bool]:
                 notes.append("prose around the plan")
             continue
         where = current["id"]
-        if not _clause(current, line, where, notes):
+        if not _clause(current, line, where, notes, revision):
             notes.append(f"{where}: ignored line {line.strip()[:40]!r}")
     if is_truncated(text):
         raise PlanError("malformed_text", "plan text cut at max_tokens: not accepted")
@@ -451,7 +478,7 @@ def load_prose(text: str, notes: list[str]) -> tuple[dict[str, Any], bool]:
     return {"goal": goal, "steps": steps}, len(notes) > before
 
 
-def _step(head: re.Match[str], line: str, notes: list[str]) -> dict[str, Any]:
+def _step(head: re.Match[str], line: str, notes: list[str], revision: int = 1) -> dict[str, Any]:
     """A step from its numbered line: the number is its id, then the tool and arguments."""
     step_id = f"step_{int(head.group('n'))}"
     if not _CANONICAL_HEAD.match(line):
@@ -462,7 +489,7 @@ def _step(head: re.Match[str], line: str, notes: list[str]) -> dict[str, Any]:
     if tool.group(0) != tool.group("tool"):
         notes.append(f"{step_id}: tool name in markdown")
     step: dict[str, Any] = {"id": step_id, "tool": tool.group("tool")}
-    _args(step, rest[tool.end() :].strip(), step_id, notes)
+    _args(step, rest[tool.end() :].strip(), step_id, notes, revision)
     return step
 
 

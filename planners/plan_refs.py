@@ -9,7 +9,7 @@ rejects it.
 import copy
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from planarena.planners.plan_model import PlanError, PlanStep, canonical_step_id
@@ -18,6 +18,31 @@ from planarena.planners.plan_model import PlanError, PlanStep, canonical_step_id
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}|\{\s*dep_result\s*\}")
 _INDEX_RE = re.compile(r"\[\s*(\d+)\s*\]")
 _DEP_RESULT = "dep_result"
+
+
+_TEMPLATE = re.compile(
+    r"^\s*(?:\{\{\s*(?P<braced>[^{}.\[]+?)\s*(?:[.\[][^{}]*)?\}\}|(?P<bare>[^{}.\s]+)\.id)\s*$"
+)
+
+
+def template_name(text: str) -> str | None:
+    """The name a dependency written as a template stands for, as written: the head of a
+    placeholder (``{{step_1.id}}``, ``{{step_1}}``, ``{{search_web.result.url}}``) or of
+    ``<name>.id``; None for any other text (read from plan revision 2)."""
+    m = _TEMPLATE.match(text)
+    return None if m is None else (m.group("braced") or m.group("bare")).strip()
+
+
+def template_step_id(text: str) -> str | None:
+    """The step id a dependency written as a template names (``{{step_1.id}}`` -> ``step_1``);
+    None when it is no template or names no step id (a tool, say)."""
+    name = template_name(text)
+    if name is None:
+        return None
+    try:
+        return canonical_step_id(name)
+    except PlanError:
+        return None
 
 
 def _split_placeholder(inner: str) -> tuple[str, list[str]]:
@@ -90,11 +115,28 @@ def uses_dep_result(value: Any) -> bool:
     )
 
 
-def canonicalize_placeholders(value: Any, where: str, notes: list[str]) -> Any:
-    """Rewrite ids inside placeholders to canonical form so executors need one spelling."""
+def _names_a_step(inner: str) -> bool:
+    """Whether a placeholder's head (before the first dot) is a step id in some spelling."""
+    head = _INDEX_RE.sub(r".\1", inner).partition(".")[0]
+    try:
+        canonical_step_id(head)
+    except PlanError:
+        return False
+    return True
+
+
+def canonicalize_placeholders(
+    value: Any, where: str, notes: list[str], *, keep_named: bool = False
+) -> Any:
+    """Rewrite ids inside placeholders to canonical form so executors need one spelling.
+
+    ``keep_named`` (plan revision 2) leaves a placeholder whose head is no step id as written,
+    for :func:`name_placeholders` to read once every step of the plan is known."""
 
     def fix(match: re.Match[str]) -> str:
         if _is_dep_result(match):
+            return match.group(0)
+        if keep_named and not _names_a_step(match.group(1)):
             return match.group(0)
         step_id, parts = _split_placeholder(match.group(1))
         new = "{{" + ".".join([step_id, *parts]) + "}}"
@@ -102,13 +144,41 @@ def canonicalize_placeholders(value: Any, where: str, notes: list[str]) -> Any:
             notes.append(f"placeholder {match.group(0)!r} in {where} -> {new!r}")
         return new
 
+    return _rewrite(value, fix)
+
+
+def _rewrite(value: Any, fix: Callable[[re.Match[str]], str]) -> Any:
+    """``value`` with every placeholder in its nested strings replaced by ``fix``'s text."""
     if isinstance(value, str):
         return _PLACEHOLDER_RE.sub(fix, value)
     if isinstance(value, dict):
-        return {k: canonicalize_placeholders(v, where, notes) for k, v in value.items()}
+        return {k: _rewrite(v, fix) for k, v in value.items()}
     if isinstance(value, list):
-        return [canonicalize_placeholders(v, where, notes) for v in value]
+        return [_rewrite(v, fix) for v in value]
     return value
+
+
+def name_placeholders(value: Any, read: Callable[[str, str], str]) -> Any:
+    """Rewrite each placeholder whose head names no step (a tool, ``result``) to the step
+    ``read(head, placeholder)`` returns, the head kept as the path's start when it is
+    ``result`` (``{{result.url}}`` -> ``{{step_1.result.url}}``) and replaced when it is a
+    tool (``{{search_web.result.url}}`` -> ``{{step_1.result.url}}``). ``read`` raises a
+    :class:`PlanError` for a head that has no one reading (plan revision 2)."""
+
+    def fix(match: re.Match[str]) -> str:
+        if _is_dep_result(match) or _names_a_step(match.group(1)):
+            return match.group(0)
+        head, _, rest = _INDEX_RE.sub(r".\1", match.group(1)).partition(".")
+        step_id = read(head.strip(), "{{" + match.group(1) + "}}")
+        parts = [p.strip() for p in rest.split(".")] if rest else []
+        if any(not p for p in parts):
+            raise PlanError(
+                "unresolvable_placeholder", f"placeholder {match.group(0)} has an empty path"
+            )
+        lead = [step_id, "result"] if head.strip() == "result" else [step_id]
+        return "{{" + ".".join([*lead, *parts]) + "}}"
+
+    return _rewrite(value, fix)
 
 
 def _walk_path(value: Any, parts: list[str]) -> Any:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 from jinja2 import Environment, StrictUndefined
+from planarena.envs.jsontext import encoder
 from planarena.envs.tools import ToolSpec
-from planarena.planners.formats import ACTION_TURN_FORMAT, PLAN_FORMAT
-from planarena.planners.plan_prose import PLAN_TEXT_FORMAT
+from planarena.planners.formats import (
+    ACTION_TURN_FORMAT,
+    PLAN_FORMAT,
+    PLAN_REVISION,
+    PLAN_REVISIONS,
+)
+from planarena.planners.plan_prose import PLAN_TEXT_FORMAT, render_plan_text
 
 _ENV = Environment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
@@ -28,6 +35,61 @@ PLAN_SYSTEM = _ENV.from_string(
 
 PLAN_USER = _ENV.from_string("Task: {{ goal }}")
 
+CONDITIONS = _ENV.from_string(
+    "Conditions are expressions, never sentences: ==, !=, <, <=, >, >=, in, and, or, not, "
+    "over these names: step_N.status (success, failed or skipped), step_N.result.<field>, "
+    "result.<field> (in a post-condition: this step's own result), remaining_budget_usd, "
+    "context.documents (the documents retrieved so far)"
+    "{% for f in facts %}, {{ f }}{% endfor %}. A condition on anything else is refused."
+)
+
+EXAMPLE_GOAL = "Get tomorrow's forecast for Lyon and email it to the team."
+EXAMPLE_STEPS: tuple[Mapping[str, Any], ...] = (
+    {
+        "id": "step_1",
+        "tool": "get_forecast",
+        "args": {"city": "Lyon", "day": "tomorrow"},
+        "depends_on": [],
+        "pre_conditions": ["api_key_valid.get_forecast == true"],
+        "post_conditions": ["result.forecast != null"],
+        "retry_limit": 2,
+        "fallback": "get_forecast_backup",
+    },
+    {
+        "id": "step_2",
+        "tool": "send_email",
+        "args": {"to": "team", "body": "Lyon tomorrow: {{step_1.result.forecast}}"},
+        "depends_on": ["step_1"],
+        "pre_conditions": ["step_1.status == success"],
+        "post_conditions": ["result.sent == true"],
+        "retry_limit": 1,
+        "fallback": None,
+    },
+)
+"""The one worked example every plan prompt shows (revision 2), with tools that belong to no
+env, so that copying it never runs."""
+
+_EXAMPLE_JSON = encoder(ensure_ascii=False)
+
+
+def _example(plan_format: str) -> str:
+    intro = (
+        "Example, for another task with other tools (get_forecast, get_forecast_backup, "
+        f"send_email; not yours):\nTask: {EXAMPLE_GOAL}\n"
+    )
+    if plan_format == "text":
+        return intro + render_plan_text(EXAMPLE_GOAL, EXAMPLE_STEPS)
+    return intro + _EXAMPLE_JSON({"goal": EXAMPLE_GOAL, "steps": list(EXAMPLE_STEPS)})
+
+
+def condition_names(facts: Mapping[str, str]) -> tuple[str, ...]:
+    """The world facts a condition may read, as the prompt names them (``facts``: the
+    toolbox's :meth:`~planarena.envs.tools.Toolbox.fact_names`): a flag by its name, a table
+    of tools as ``<name>.<tool>``, any other table as ``<name>.<key>``."""
+    suffix = {"flag": "", "tool": ".<tool>"}
+    return tuple(f"{name}{suffix.get(kind, '.<key>')}" for name, kind in facts.items())
+
+
 REPLAN_USER = _ENV.from_string(
     "Task: {{ goal }}\n"
     "Execution log:\n{% for line in log %}{{ line }}\n{% endfor %}"
@@ -37,6 +99,7 @@ REPLAN_USER = _ENV.from_string(
     "Revise the plan: write only the steps that still need to run. Do not repeat completed "
     "steps; you may depend on them by id. Prefer fallback tools. If the goal cannot be "
     "reached, return a plan with no steps."
+    "{% if next_id %} Number the new steps from {{ next_id }} on.{% endif %}"
 )
 
 
@@ -51,15 +114,22 @@ class _Signed:
 
 
 @lru_cache(maxsize=256)
-def _system(template: str, signatures: tuple[str, ...]) -> str:
+def _system(
+    template: str,
+    signatures: tuple[str, ...],
+    revision: int = PLAN_REVISION,
+    facts: tuple[str, ...] = (),
+) -> str:
     """A system prompt, rendered once per tool catalogue (every episode of an env sends
     the same one)."""
     tools = [_Signed(line) for line in signatures]
     if template == "react":
         return REACT_SYSTEM.render(tools=tools, fmt=ACTION_TURN_FORMAT)
-    if template == "plan_text":
-        return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_TEXT_FORMAT)
-    return PLAN_SYSTEM.render(tools=tools, fmt=PLAN_FORMAT)
+    plan_format = "text" if template == "plan_text" else "json"
+    fmt = PLAN_TEXT_FORMAT if plan_format == "text" else PLAN_FORMAT
+    if revision >= 2:
+        fmt = f"{fmt}\n{CONDITIONS.render(facts=facts)}\n{_example(plan_format)}"
+    return PLAN_SYSTEM.render(tools=tools, fmt=fmt)
 
 
 _SIGNATURES: dict[int, tuple[ToolSpec, str]] = {}  # per tool spec (by identity, kept alive)
@@ -83,7 +153,20 @@ def react_system(tools: Sequence[ToolSpec]) -> str:
     return _system("react", _signatures(tools))
 
 
-def plan_system(tools: Sequence[ToolSpec], plan_format: str = "json") -> str:
+def plan_system(
+    tools: Sequence[ToolSpec],
+    plan_format: str = "json",
+    *,
+    revision: int = PLAN_REVISION,
+    facts: Mapping[str, str] | None = None,
+) -> str:
     """The planner's system prompt; it asks for the plan in ``plan_format`` (``json``: a Plan
-    JSON object; ``text``: numbered steps in prose)."""
-    return _system("plan_text" if plan_format == "text" else "plan", _signatures(tools))
+    JSON object; ``text``: numbered steps in prose). From revision 2 it names the condition
+    facts of the world (``facts``: the toolbox's
+    :meth:`~planarena.envs.tools.Toolbox.fact_names`) and shows one worked example
+    (:data:`EXAMPLE_STEPS`) in the asked format."""
+    if revision not in PLAN_REVISIONS:
+        raise ValueError(f"plan revision must be one of {PLAN_REVISIONS}, got {revision!r}")
+    names = condition_names(facts or {}) if revision >= 2 else ()
+    template = "plan_text" if plan_format == "text" else "plan"
+    return _system(template, _signatures(tools), revision, names)

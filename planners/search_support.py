@@ -184,7 +184,9 @@ class PartialPlanProblem:
         self.started: set[int] = set()  # depths with an expansion begun (the first is greedy)
         self.proposed: dict[Steps, list[str]] = {}  # under a budget: each state's candidates
         self.llm = llm
-        self.system = plan_system(tools.catalogue())
+        self.system = plan_system(
+            tools.catalogue(), revision=llm.plan_revision, facts=tools.fact_names()
+        )
         self.branching = branching
         self.max_steps = max_steps
         self.judge = judge

@@ -60,7 +60,9 @@ class _PlanTree:
         self.llm = llm
         self.names = tools.names()
         self.plan_format = plan_format
-        self.system = plan_system(tools.catalogue(), plan_format)
+        self.system = plan_system(
+            tools.catalogue(), plan_format, revision=llm.plan_revision, facts=tools.fact_names()
+        )
         self.beam_width = beam_width
         self.branching = branching
         self.depth = depth
@@ -96,7 +98,9 @@ class _PlanTree:
 
     async def _judge(self, text: str) -> float:
         try:
-            parse_plan(text, self.names, plan_format=self.plan_format)
+            parse_plan(
+                text, self.names, plan_format=self.plan_format, revision=self.llm.plan_revision
+            )
         except PlanError:
             return 0.0  # an invalid plan is rejected by the validator, not by the judge
         verdict = await self._measured(

@@ -256,9 +256,11 @@ def test_non_int_retry_limit_is_schema(value: object) -> None:
 
 
 def test_placeholder_to_non_ancestor() -> None:
+    """Revision 1 refuses it; revision 2 reads the placeholder as the dependency it implies
+    (tests/test_plan_reading.py)."""
     data = seed_dict()
     data["steps"][1]["depends_on"] = []
-    assert seed_reason(data) == "unresolvable_placeholder"
+    assert seed_reason(data, revision=1) == "unresolvable_placeholder"
 
 
 def test_placeholder_to_later_step() -> None:
@@ -487,10 +489,10 @@ def test_episodes_of_every_planner_leave_the_plans_parse_plan_keeps_as_parsed() 
                 simulate(name, planner, env, task, skill=SKILLS["weak"], rules=rules, seed=2)
     kept = list(plan_module.PARSED.items())
     assert sum(isinstance(o, Plan) for _, o in kept) > 20
-    for (text, _truncated, tools, completed, max_chars, max_depth, fmt), outcome in kept:
+    for (text, _truncated, tools, completed, max_chars, max_depth, fmt, revision), outcome in kept:
         try:
             fresh: Plan | tuple[str, str] = plan_module._parse_plan(
-                text, tools, completed, max_chars, max_depth, fmt
+                text, tools, completed, max_chars, max_depth, fmt, revision
             )
         except PlanError as err:
             fresh = (err.reason, str(err))

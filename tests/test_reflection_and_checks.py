@@ -67,7 +67,9 @@ PROFIT_LOST = FaultRule(
 
 @pytest.mark.parametrize("planner", PLAN_PLANNERS)
 def test_an_uncovered_field_passes_and_coverage_catches_it(planner: str) -> None:
-    calm = {"p_trap": 0.0, "p_miss_signal": 0.0}  # no trap in the way of the extraction
+    # no trap, missed signal, wrong move or diverse sample in the way of the extraction (a
+    # search whose candidates include an early end may take it and never meet the lost field)
+    calm = {"p_trap": 0.0, "p_miss_signal": 0.0, "p_correct": 1.0, "sample_diversity": 0.0}
     for task in tasks("simple", n=3):
         blind, _ = episode(
             make_planner(planner),
@@ -95,7 +97,7 @@ def test_a_plans_pre_conditions_and_fallback_are_the_models_own() -> None:
     fallback tool are written with ``precondition_coverage`` (fault-independent draws), not
     copied from the oracle: at 1 the checked fact stops the step before any call with the dead
     key; at 0 the plan calls the dead key and fails unverified."""
-    calm = {"p_trap": 0.0, "p_miss_signal": 0.0, "p_correct": 1.0}
+    calm = {"p_trap": 0.0, "p_miss_signal": 0.0, "p_correct": 1.0, "sample_diversity": 0.0}
     for task in tasks("simple", n=4):
         written, trace = episode(
             make_planner("plan_execute"),

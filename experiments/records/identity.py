@@ -52,6 +52,9 @@ OUTPUT_ONLY_KEYS = (
 LEGACY_GRADING = "exact"
 """The grading policy of every run made before ``grading`` was a key."""
 
+LEGACY_PLAN_REVISION = 1
+"""The plan prompt and reader of every run made before ``plan_revision`` was a key."""
+
 
 FAMILY_DIGEST = "declaration_sha256"
 """The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash
@@ -85,6 +88,8 @@ def fingerprint(config: Mapping[str, Any]) -> str:
     tree = identity(config)
     if tree.get("grading") == LEGACY_GRADING:  # every run before the key graded so: their
         del tree["grading"]  # config_id (and a shipped recording's) stays what it was
+    if tree.get("plan_revision") == LEGACY_PLAN_REVISION:  # likewise
+        del tree["plan_revision"]
     canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 

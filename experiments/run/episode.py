@@ -27,6 +27,7 @@ from planarena.experiments.records.provenance import DETERMINISTIC, code_source
 from planarena.experiments.records.schema import INFRASTRUCTURE_ERROR
 from planarena.experiments.run.llm_factory import model_profiles
 from planarena.planners.base import Planner, PlannerResult, TaskView
+from planarena.planners.formats import PLAN_REVISION
 from planarena.planners.llm.base import (
     ROLES,
     Budget,
@@ -222,6 +223,7 @@ class EpisodeContext:
     config_id: str = ""
     concurrent_llm_calls: bool = True
     redraw_faults: bool = False
+    plan_revision: int = PLAN_REVISION  # the plan prompt and reader (planners/formats.py)
     cell: Mapping[str, Any] = field(default_factory=dict)
     """A study cell's label (``cell``) and parameters, written into its records; empty in a
     plain run, whose records then carry no cell keys."""
@@ -384,7 +386,14 @@ async def run_episode(
     trace: list[dict[str, Any]] = []
     episode_tools = env.make_tools(task, rules=ctx.rules, seed_keys=world_keys)
     backend = ctx.backend_for(env, task, seed_keys)
-    llm = EpisodeLLM(backend, ctx.models, trace=trace, budget=ctx.budget, cost_gate=cost_gate)
+    llm = EpisodeLLM(
+        backend,
+        ctx.models,
+        trace=trace,
+        budget=ctx.budget,
+        cost_gate=cost_gate,
+        plan_revision=ctx.plan_revision,
+    )
     exposure = _exposure(env, task, ctx.rules, world_keys)
     sim_clock = clock.SimClock()
     end = await _play(ctx, job, task, episode_tools, llm, sim_clock, trace)

@@ -11,7 +11,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs.base import Env, ParamError
 from planarena.envs.faults import FaultConfig, with_duration_scale
-from planarena.experiments.records.identity import FAMILY_DIGEST
+from planarena.experiments.records.identity import FAMILY_DIGEST, LEGACY_PLAN_REVISION
 from planarena.experiments.records.provenance import code_version, plugin_sources
 from planarena.experiments.run.episode import EpisodeContext
 from planarena.experiments.run.jobs import JobList, build_jobs, fault_config
@@ -158,6 +158,8 @@ def context_for(
         ),
         concurrent_llm_calls=bool(cfg.get("concurrent_llm_calls", True)),
         redraw_faults=cfg.get("trial_faults", "same") == "redraw",
+        # a saved config without the key is a run made before it: revision 1
+        plan_revision=int(cell_cfg.get("plan_revision", LEGACY_PLAN_REVISION)),
         cell=cell.record_fields(),
     )
 

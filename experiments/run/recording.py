@@ -24,9 +24,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
-from planarena.experiments.records.identity import LEGACY_GRADING, RUN_FILE
+from planarena.experiments.records.identity import (
+    LEGACY_GRADING,
+    LEGACY_PLAN_REVISION,
+    RUN_FILE,
+)
 
 RUN = "run"
+FAMILIES = "families"
+"""A recording's copies of the family files its envs were made from (``<env>.yaml``): a
+replay reads them, so a family edited since (a fixed task) leaves the recording replayable."""
 CACHE_ARCHIVE = "llm_cache.tar.xz"
 TRACES = "traces.jsonl.xz"
 RUN_FILES = ("episodes.jsonl", "run.json")
@@ -74,7 +81,35 @@ def pack(run_dir: Path, cache: Path, dest: Path) -> int:
     if traces.is_file():
         with lzma.open(out / TRACES, "wb", preset=9) as xz:
             xz.write(traces.read_bytes())
+    for env, source in family_files(run_dir).items():
+        (dest / FAMILIES).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest / FAMILIES / f"{env}.yaml")
     return _archive(cache, dest / CACHE_ARCHIVE)
+
+
+def family_files(run_dir: Path) -> dict[str, Path]:
+    """The family file of each env of the run declared in one (env name -> file)."""
+    from planarena.envs.family.env import FAMILIES_DIR, family_path
+
+    config = json.loads((run_dir / RUN_FILE).read_text()).get("config") or {}
+    out: dict[str, Path] = {}
+    for env, spec in (config.get("env") or {}).items():
+        if not isinstance(spec, dict) or not str(spec.get("_target_", "")).endswith("FamilyEnv"):
+            continue
+        path = spec.get("path")
+        if path is None:
+            out[env] = family_path(str(spec.get("name") or env))
+            continue
+        found = Path(path).expanduser()
+        out[env] = found if found.is_absolute() or found.exists() else FAMILIES_DIR / found
+    return out
+
+
+def pinned_families(recording: Path) -> dict[str, Path]:
+    """The family files a recording carries (env name -> its copy): none before ``pack``
+    copied them (then the shipped files are taken as they are)."""
+    folder = recording / FAMILIES
+    return {p.stem: p.resolve() for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
 
 
 @contextmanager
@@ -96,18 +131,29 @@ def recorded_overrides(recording: Path) -> list[str]:
         raise RecordingError(f"{recording}: no {RUN}/.hydra/overrides.yaml")
     overrides = yaml.safe_load(path.read_text()) or []
     kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in _OWN]
-    if not any(o.split("=", 1)[0] == "grading" for o in kept) and not _graded_by_key(recording):
-        kept.append(f"grading={LEGACY_GRADING}")  # made before the key: graded exactly
+    legacy = {"grading": LEGACY_GRADING, "plan_revision": LEGACY_PLAN_REVISION}
+    for key, value in legacy.items():  # a run made before the key had its legacy value
+        if not any(o.split("=", 1)[0] == key for o in kept) and not _has_key(recording, key):
+            kept.append(f"{key}={value}")
     return kept
 
 
-def _graded_by_key(recording: Path) -> bool:
-    """Whether the recorded run's configuration has ``grading`` (runs before it did not)."""
+def family_pins(recording: Path, overrides: Sequence[str]) -> list[str]:
+    """Overrides that point each env the command selects at the recording's copy of its
+    family file (``overrides``: the whole command's; its last ``env=`` selects)."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "env"]
+    selected = set(chosen[-1].strip("[]").split(",")) if chosen else set()
+    pinned = pinned_families(recording)
+    return [f"++env.{env}.path={pinned[env]}" for env in sorted(selected & set(pinned))]
+
+
+def _has_key(recording: Path, key: str) -> bool:
+    """Whether the recorded run's configuration has ``key`` (runs before it did not)."""
     try:
         run = json.loads((recording / RUN / RUN_FILE).read_text())
     except (OSError, ValueError):
         return False
-    return "grading" in (run.get("config") or {})
+    return key in (run.get("config") or {})
 
 
 def recorded_episodes(recording: Path) -> list[dict[str, object]]:
@@ -120,12 +166,13 @@ def replay(recording: Path, out: Path, extra: Sequence[str] = ()) -> list[dict[s
     """Rerun the recorded command (plus ``extra`` overrides, e.g. a subset of its planners)
     in ``out`` against the unpacked cache, and return the replay's records."""
     with unpacked_cache(recording) as cache:
+        overrides = [*recorded_overrides(recording), *extra]
         cmd = [
             sys.executable,
             "-c",
             "from planarena.experiments.run.runner import cli; cli()",
-            *recorded_overrides(recording),
-            *extra,
+            *overrides,
+            *family_pins(recording, overrides),
             f"llm.cache_dir={cache}",
             "llm.offline=true",
             f"hydra.run.dir={out}",

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from planarena.envs import caches, clock
 from planarena.envs.jsontext import encoder
-from planarena.planners.formats import Generated
+from planarena.planners.formats import PLAN_REVISION, Generated
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.planners.llm.protocol import RequestContext
 from planarena.planners.llm.tokens import (
@@ -235,6 +235,7 @@ class EpisodeLLM:
         trace: list[dict[str, Any]] | None = None,
         budget: Budget | None = None,
         cost_gate: SpendGate | None = None,
+        plan_revision: int = PLAN_REVISION,
     ) -> None:
         if "default" not in models:
             raise ValueError("models must contain a 'default' profile")
@@ -244,6 +245,7 @@ class EpisodeLLM:
         self.trace = trace if trace is not None else []
         self.budget = budget or Budget()
         self.cost_gate = cost_gate  # the job's cost cap, if any
+        self.plan_revision = plan_revision  # which plan prompt and reader the planners use
         self._asked: Counter[str] = Counter()
         self._prompts = PromptReader()
 
