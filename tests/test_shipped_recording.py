@@ -46,7 +46,8 @@ def test_a_subset_of_the_shipped_recording_replays_exactly(tmp_path: Path) -> No
 def test_the_whole_shipped_recording_replays_exactly(tmp_path: Path) -> None:
     replayed = recording.replay(RECORDING, tmp_path / "replay")
     assert len(replayed) == len(recording.recorded_episodes(RECORDING))
-    _check(replayed)
+    # its envs read the family files it carries (their path is in the config's identity)
+    _check(replayed, ignore=("config_id",) if recording.pinned_families(RECORDING) else ())
 
 
 @pytest.mark.slow  # replays the fit split and fits it: about 20 s
