@@ -18,6 +18,14 @@ The job's planners, envs, complexities, tasks, seed, trials, faults and budgets 
 run's, copied from its ``.hydra/config.yaml`` (:mod:`sim_vs_real_config`). The simulator runs
 all of the real run's tasks (it is cheap); only the held-out ones enter the comparison, and tau
 on the fitted half is printed beside it as the in-sample figure.
+
+The job runs one cell per profile, on the same tasks with the same seeds: the fitted profile
+first (the job's reference), then each unfitted null of ``sim_vs_real.nulls`` (``strong``,
+``weak`` and a crude two-field profile by default), then, with ``sim_vs_real.holdout=planners``,
+a profile fitted on the ReAct-family planners' episodes only (:mod:`sim_vs_real_holdout`). The
+page compares each with the real run, and the fitted profile with each null paired over the
+same task resamples (:mod:`sim_vs_real_nulls`): a ranking is evidence for the calibration only
+where the fitted profile beats every null with the paired interval clear of 0.
 """
 
 from __future__ import annotations
@@ -27,10 +35,34 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from planarena.experiments.studies.registry import PLAIN, Cell, Study, study
-from planarena.experiments.studies.sim_vs_real_config import Settings, check_config, held_out
+from planarena.experiments.studies.registry import Cell, Study, study
+from planarena.experiments.studies.sim_vs_real_config import (
+    FITTED,
+    HOLDOUT,
+    Settings,
+    check_config,
+    held_out,
+)
 
-__all__ = ["SimVsReal", "held_out"]
+__all__ = ["SimVsReal", "held_out", "profile_cells"]
+
+
+def profile_cells(s: Settings) -> list[Cell]:
+    """One cell per profile: the fitted one (no override: ``llm.skill`` is its file), each
+    null, and the hold-out's profile (its fitted fields over ``strong``'s)."""
+    cells = [Cell(FITTED, {"profile": FITTED})]
+    cells += [Cell(n.name, {"profile": n.name}, n.cell_overrides()) for n in s.nulls]
+    if s.holdout is not None:
+        fitted = s.holdout_fitted
+        if not fitted or not fitted.get("fields"):
+            raise ValueError(
+                "sim_vs_real.holdout=planners: no hold-out fit in the config; run it as "
+                "planarena experiment=sim_vs_real (or call mirror_into on the config first)"
+            )
+        overrides = {"llm.skill": "strong"}
+        overrides.update({f"llm.skill_overrides.{k}": v for k, v in fitted["fields"].items()})
+        cells.append(Cell(HOLDOUT, {"profile": HOLDOUT}, overrides))
+    return cells
 
 
 @study("sim_vs_real")
@@ -38,8 +70,9 @@ class SimVsReal(Study):
     """The simulator with a fitted profile against a recorded real run, on held-out tasks."""
 
     def cells(self, config: Mapping[str, Any]) -> list[Cell]:
-        check_config(config, Settings.of(config))
-        return [PLAIN]
+        s = Settings.of(config)
+        check_config(config, s)
+        return profile_cells(s)
 
     def render(
         self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int

@@ -16,13 +16,14 @@ import copy
 import functools
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 from planarena.experiments.records.identity import FAMILY_DIGEST
+from planarena.planners.llm.profiles import SKILLS, SkillProfile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -222,6 +223,14 @@ def mirror_into(cfg: DictConfig) -> None:
         cfg[BLOCK].profile = profile
         cfg.llm.skill = profile
         same_roles(cfg, real)
+    holdout = holdout_of(block)
+    if holdout is not None and not block.get(HOLDOUT_FIT_KEY):
+        from planarena.experiments.studies.sim_vs_real_holdout import fit_on_planners
+
+        planners = list(real.get("planner") or {})
+        fitted = fit_on_planners(real_run, holdout.chosen(planners)[0], block.get("calibrate"))
+        with open_dict(cfg):
+            cfg[BLOCK][HOLDOUT_FIT_KEY] = fitted
 
 
 def same_roles(cfg: DictConfig, real: Mapping[str, Any]) -> None:
@@ -235,6 +244,133 @@ def same_roles(cfg: DictConfig, real: Mapping[str, Any]) -> None:
         cfg.llm.models[role].error_scale = 1.0
 
 
+FITTED = "fitted"
+"""The cell (and profile label) of the fitted profile: the first cell, the job's reference."""
+HOLDOUT = "holdout"
+"""The cell of the profile fitted on the hold-out's fit planners only."""
+HOLDOUT_FIT_KEY = "holdout_fitted"
+"""Where :func:`mirror_into` puts the hold-out's fit (its fields, the planners and episodes it
+read) in the study's block: the profile travels in the run's config, so a report made again
+from the records (``planarena-report``) plays the same profile without fitting again."""
+
+
+@dataclass(frozen=True)
+class NullProfile:
+    """An unfitted profile the fitted one must beat: a named skill or a profile file
+    (``skill``), with some fields set (``overrides``)."""
+
+    name: str
+    skill: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def cell_overrides(self) -> dict[str, Any]:
+        """The config overrides of its cell: the skill, and each field set."""
+        out: dict[str, Any] = {"llm.skill": self.skill}
+        out.update({f"llm.skill_overrides.{k}": v for k, v in self.overrides.items()})
+        return out
+
+    def describe(self) -> str:
+        """``strong``, or ``strong with p_correct 0.1, p_malformed 0.4``."""
+        base = Path(self.skill).name if self.skill.endswith((".yaml", ".yml")) else self.skill
+        if not self.overrides:
+            return f"`{base}`"
+        fields = ", ".join(f"`{k}` {v:g}" if isinstance(v, float) else f"`{k}` {v}"
+                           for k, v in self.overrides.items())  # fmt: skip
+        return f"`{base}` with {fields}"
+
+
+def nulls_of(block: Mapping[str, Any]) -> tuple[NullProfile, ...]:
+    """The block's ``nulls`` (a list of skill names, profile files, or mappings ``{name,
+    skill, overrides}``), each checked to load as a skill profile; a ValueError (one line)
+    names the entry that does not."""
+    raw = block.get("nulls")
+    if raw is None:
+        return ()
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"{BLOCK}.nulls={raw!r}: a list of skills or {{name, skill, overrides}}")
+    out: list[NullProfile] = []
+    for item in raw:
+        if isinstance(item, str):
+            skill = str(resolve_path(item, "nulls")) if item.endswith((".yaml", ".yml")) else item
+            null = NullProfile(Path(item).stem if skill != item else item, skill)
+        elif isinstance(item, Mapping) and item.get("name"):
+            skill = str(item.get("skill") or "strong")
+            if skill.endswith((".yaml", ".yml")):
+                skill = str(resolve_path(skill, "nulls"))
+            null = NullProfile(str(item["name"]), skill, dict(item.get("overrides") or {}))
+        else:
+            raise ValueError(
+                f"{BLOCK}.nulls: {item!r} is neither a skill nor a mapping with a name"
+            )
+        if null.name in (FITTED, HOLDOUT) or null.name in {n.name for n in out}:
+            raise ValueError(f"{BLOCK}.nulls: the name {null.name!r} is taken; name it apart")
+        try:
+            skill_of(null.skill, null.overrides)
+        except Exception as exc:  # noqa: BLE001 - a one-line refusal naming the entry
+            raise ValueError(f"{BLOCK}.nulls: {null.name}: {exc}".splitlines()[0]) from None
+        out.append(null)
+    return tuple(out)
+
+
+def skill_of(skill: str, overrides: Mapping[str, Any] | None = None) -> SkillProfile:
+    """The profile a null plays (checked here, so a typo stops the job before any episode;
+    the run builds it again itself): a shipped skill or a profile file, fields set."""
+    import yaml
+
+    if skill.endswith((".yaml", ".yml")):
+        data = yaml.safe_load(Path(skill).read_text()) or {}
+        base = {**SKILLS["strong"].model_dump(), **dict(data)}
+    elif skill in SKILLS:
+        base = SKILLS[skill].model_dump()
+    else:
+        raise ValueError(f"unknown skill {skill!r}; one of {sorted(SKILLS)} or a .yaml file")
+    return SkillProfile(**{**base, **dict(overrides or {})})
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """The cross-planner hold-out: a profile fitted on the ``fit`` planners' episodes only
+    predicts the ``predict`` planners (both as asked; :meth:`chosen` keeps the run's)."""
+
+    fit: tuple[str, ...]
+    predict: tuple[str, ...]
+
+    def chosen(self, planners: list[str]) -> tuple[list[str], list[str]]:
+        """(the fit planners, the predicted ones) the run has, in its order; a ValueError
+        (one line) when either is empty."""
+        fit = [p for p in planners if p in self.fit]
+        predict = [p for p in planners if p in self.predict and p not in self.fit]
+        if not fit or not predict:
+            missing = []
+            if not fit:
+                missing.append(f"none of the fit planners {list(self.fit)}")
+            if not predict:
+                missing.append(f"none of the planners to predict {list(self.predict)}")
+            raise SimVsRealError(
+                f"{BLOCK}.holdout=planners: the real run has {' and '.join(missing)}; set "
+                f"{BLOCK}.holdout_fit / holdout_predict, or {BLOCK}.holdout=null"
+            )
+        return fit, predict
+
+
+HOLDOUTS = ("planners",)
+
+
+def holdout_of(block: Mapping[str, Any]) -> Holdout | None:
+    """The block's hold-out: ``holdout: planners`` with ``holdout_fit`` and
+    ``holdout_predict``, or None (``holdout: null``)."""
+    kind = block.get("holdout")
+    if kind in (None, False, "none", "null"):
+        return None
+    if kind not in HOLDOUTS:
+        raise ValueError(f"{BLOCK}.holdout={kind!r}: planners or null")
+    fit, predict = block.get("holdout_fit") or [], block.get("holdout_predict") or []
+    for key, value in (("holdout_fit", fit), ("holdout_predict", predict)):
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ValueError(f"{BLOCK}.{key}={value!r}: a non-empty list of planner names")
+    return Holdout(tuple(map(str, fit)), tuple(map(str, predict)))
+
+
 @dataclass(frozen=True)
 class Settings:
     """The study's block (``sim_vs_real:`` in the config), checked."""
@@ -244,6 +380,11 @@ class Settings:
     n_boot: int
     top_gaps: int
     min_gap: float
+    nulls: tuple[NullProfile, ...] = ()
+    holdout: Holdout | None = None
+    holdout_fitted: Mapping[str, Any] | None = None
+    """The hold-out's fit as :func:`mirror_into` left it in the config (fields, planners,
+    episodes)."""
 
     @staticmethod
     def of(config: Mapping[str, Any]) -> Settings:
@@ -258,7 +399,16 @@ class Settings:
                 raise ValueError(f"{BLOCK}.{key}={value!r}: a positive whole number")
         if isinstance(min_gap, bool) or not isinstance(min_gap, (int, float)) or min_gap < 0:
             raise ValueError(f"{BLOCK}.min_gap={min_gap!r}: a share in [0, 1]")
-        return Settings(real_run, profile_of(block, real_run), n_boot, top, float(min_gap))
+        return Settings(
+            real_run,
+            profile_of(block, real_run),
+            n_boot,
+            top,
+            float(min_gap),
+            nulls_of(block),
+            holdout_of(block),
+            block.get(HOLDOUT_FIT_KEY),
+        )
 
 
 def check_config(config: Mapping[str, Any], s: Settings) -> dict[str, Any]:

@@ -125,11 +125,19 @@ def write_comparison(
     records: pd.DataFrame, config: Mapping[str, Any], s: Settings, out_dir: Path, *, seed: int
 ) -> str:
     """Write the study's files into ``out_dir``; returns the Markdown."""
-    from planarena.experiments.studies.sim_vs_real_config import real_config
+    from planarena.experiments.studies.sim_vs_real_config import FITTED, real_config
+    from planarena.experiments.studies.sim_vs_real_nulls_report import (
+        by_profile,
+        extras,
+        markdown_sections,
+        write_extras,
+    )
 
     real = measured(load_records(s.real_run / EPISODES))
     order = list(real_config(s.real_run).get("planner") or config.get("planner") or {})
-    c = compare(records, real, order, s, seed=seed)
+    profiles = by_profile(records)
+    c = compare(profiles[FITTED], real, order, s, seed=seed)
+    x = extras(profiles, real, c.planners, s, seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = c.table.merge(c.gaps, on="planner", how="left")
     per_planner = c.distance[c.distance["planner"] != MEAN_ROW]
@@ -143,7 +151,8 @@ def write_comparison(
         for key, suffix in (("tau", ""), ("tau_lo", "_lo"), ("tau_hi", "_hi")):
             csv[f"tau_{name}{suffix}"] = t[key]
     csv.to_csv(out_dir / "sim_vs_real.csv", index=False)
-    text = markdown(c, s)
+    write_extras(x, out_dir)
+    text = markdown(c, s, sections=markdown_sections(x))
     (out_dir / "sim_vs_real.md").write_text(text)
     from planarena.experiments.studies.sim_vs_real_figure import write_sim_vs_real_figures
 
@@ -351,8 +360,9 @@ def distance_verdict(c: Comparison) -> str | None:
     return text + f" Beyond chance for {len(beyond)} of {len(per)} planners: {names}."
 
 
-def markdown(c: Comparison, s: Settings) -> str:
-    """The study's page."""
+def markdown(c: Comparison, s: Settings, sections: tuple[list[str], list[str]] = ([], [])) -> str:
+    """The study's page; ``sections``: lines placed after the ranking and before the
+    verdict (the nulls, completion per planner and the hold-out)."""
     t = c.tau
     table = c.table
     by = {(r["planner"], r["source"]): r for r in table.to_dict("records")}
@@ -382,6 +392,7 @@ def markdown(c: Comparison, s: Settings) -> str:
         "",
         *rankings_table(c),
         "",
+        *sections[0],
         "## Side by side (held-out tasks)",
         "",
         "| planner | completion real [95 % CI] | completion sim [95 % CI] | sim − real, pp "
@@ -453,5 +464,8 @@ def markdown(c: Comparison, s: Settings) -> str:
                 f"| {r.planner} | `{r.failure_mode}` | {_pct(r.real_share)} | "
                 f"{_pct(r.sim_share)} | {_pp(r.gap)} | {r.mechanism} |"
             )
-    lines += ["", "## Verdict", "", *verdict(c)]
+    if sections[1]:
+        lines += ["", *sections[1][:-1]]
+    judged = verdict(c)
+    lines += ["", "## Verdict", "", *judged[:1], *sections[2], *judged[1:]]
     return "\n".join(lines) + "\n"
