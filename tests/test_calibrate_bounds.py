@@ -166,3 +166,17 @@ def test_every_decision_at_the_cap_leaves_the_decay_without_a_value() -> None:
     assert not fit.all_capped(capped, x_at(0.88, 4000.0))  # type: ignore[arg-type]
     short = SimpleNamespace(scale=np.ones(2), tokens=np.array([10.0, 3000.0]))
     assert not fit.all_capped(short, x_at(0.10, 4000.0))  # type: ignore[arg-type]
+
+
+def test_a_rate_with_no_event_is_bounded_by_its_n_not_by_a_point() -> None:
+    """0 broken answers of 47 across 12 tasks: every task resample sees none, but the data
+    do not say the rate is below 0.05; the interval's far end is the exact binomial bound."""
+    from planarena.experiments.calibrate.registry import bernoulli
+
+    rows = pd.DataFrame({"task": [f"t{i % 12}" for i in range(47)], "outcome": 0})
+    options = FitOptions(boot=200, seed=0, level=0.995)
+    est = bernoulli(rows, "p_malformed_replan", options, absent="-")
+    assert est.value == 0.0 and est.lo == 0.0
+    assert est.hi is not None and 0.05 < est.hi < 0.15
+    ones = bernoulli(rows.assign(outcome=1), "p_malformed_replan", options, absent="-")
+    assert ones.value == 1.0 and ones.lo is not None and 0.85 < ones.lo < 0.95

@@ -19,6 +19,9 @@ Rows (``quantity``):
   expression);
 - ``restart_ids``: 0/1 per freshly written plan whose request shows step ids (1: its steps
   numbered from below the first free number, as if nothing had run);
+- ``answer_garbled``: 0/1 per final answer the model wrote itself (a finish with status
+  success, first asking) after the answer tool had returned a result carrying the task's
+  facts (1: the written answer does not carry them all, by the env's fact grading);
 - ``right_move``, ``trap``, ``persist``, ``miss_signal``: descriptive 0/1 rates for the report
   (the attentive reading's classification; the fits use ``choice`` rows).
 """
@@ -29,12 +32,20 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from planarena.envs.oracle import GoldStep, Obs
+from planarena.envs.family.oracle import FamilyOracle
+from planarena.envs.grading import count_carried
+from planarena.envs.oracle import GoldStep, Obs, Oracle
+from planarena.envs.rag.env import grade as rag_grade
+from planarena.envs.rag.oracle import RagOracle
+from planarena.envs.report.env import grade as report_grade
+from planarena.envs.report.oracle import ReportOracle
 from planarena.experiments.calibrate.oracle_view import ActionPoint, OracleView
 from planarena.experiments.calibrate.registry import Decision, Row, register_extractor
 from planarena.planners.conditions import is_expression
 from planarena.planners.executor import MALFORMED_REASONS
 from planarena.planners.formats import (
+    FINISH,
+    PLAN_REVISION,
     OutputParseError,
     dumps,
     parse_action_turn,
@@ -114,6 +125,7 @@ def extract_act(d: Decision) -> list[Row]:
     except OutputParseError:
         return [d.row("malformed", 1, format="action")]
     rows = [d.row("malformed", 0, format="action")]
+    rows += answer_garbled_rows(d, turn.action, turn.action_input)
     if fresh(d):
         rows += _action_rows(d, turn.action, turn.action_input)
     return rows
@@ -125,9 +137,45 @@ def extract_propose_actions(d: Decision) -> list[Row]:
     if not turns:
         return [d.row("malformed", 1, format="candidates")]
     rows = [d.row("malformed", 0, format="candidates")]
+    rows += answer_garbled_rows(d, turns[0].action, turns[0].action_input)
     if fresh(d):
         rows += _action_rows(d, turns[0].action, turns[0].action_input)
     return rows
+
+
+# --- final answers the model writes ----------------------------------------------------------
+
+
+def carries_facts(oracle: Oracle, answer: str) -> bool | None:
+    """Whether ``answer`` carries every fact its task asks for, by the env's fact grading
+    (``grading=facts``, whatever the run graded by; a decoy's figure beside them aside).
+    None: an env whose grading this does not know (a plugin's): no row."""
+    if isinstance(oracle, FamilyOracle):
+        facts = oracle.required_facts()
+        return count_carried(answer, facts) == len(facts)
+    if isinstance(oracle, ReportOracle):
+        return report_grade(oracle.task, answer, (), "facts").progress >= 1.0
+    if isinstance(oracle, RagOracle):
+        return rag_grade(oracle.task, answer, (), "facts").progress >= 1.0
+    return None
+
+
+def answer_garbled_rows(d: Decision, tool: str, args: Any) -> list[Row]:
+    """One 0/1 row for a final answer the model wrote itself (a finish with status success,
+    as the ReAct loop reads one: no status is success) where the answer tool had already
+    returned a result carrying the task's facts (the oracle's ``answer``): 1 when the written
+    answer does not carry them all. A prompt asked again is left out (its answer is the
+    first asking's, or a fresh sample of it: ``p_same_answer``'s business)."""
+    if tool != FINISH or not isinstance(args, dict) or d.occurrence > 0 or d.context is None:
+        return []
+    answer = str(args.get("answer", "") or "")
+    if str(args.get("status", "success")).lower() != "success" or not answer:
+        return []
+    obs = d.view.transcript(d.context.observations or ())
+    if d.view.oracle.answer(obs) is None:
+        return []
+    carried = carries_facts(d.view.oracle, answer)
+    return [] if carried is None else [d.row("answer_garbled", int(not carried))]
 
 
 # --- plans -----------------------------------------------------------------------------------
@@ -200,10 +248,12 @@ def _steps_rows(
     return rows
 
 
-def read_plan(text: str, plan_format: str, tools: Iterable[str]) -> tuple[list[Any] | None, bool]:
+def read_plan(
+    text: str, plan_format: str, tools: Iterable[str], revision: int = PLAN_REVISION
+) -> tuple[list[Any] | None, bool]:
     """(the raw steps, or None when the planner cannot use the text: no reader loads it, or
     the planner's parser refuses it as malformed; whether it was repaired)."""
-    if planner_refuses(text, tools, plan_format):
+    if planner_refuses(text, tools, plan_format, revision):
         return None, False
     notes: list[str] = []
     try:
@@ -237,7 +287,7 @@ def extract_plan(d: Decision) -> list[Row]:
     step was."""
     ctx = d.context
     fmt = ctx.plan_format if ctx is not None else "json"
-    steps, sloppy = read_plan(d.text, fmt, d.view.tool_names())
+    steps, sloppy = read_plan(d.text, fmt, d.view.tool_names(), d.plan_revision)
     if fmt == "text":
         rows = [d.row("malformed_text", int(steps is None), format="plan_text")]
         if steps is not None:
@@ -256,13 +306,15 @@ def extract_plan(d: Decision) -> list[Row]:
     return rows + _plan_rows(d, steps)
 
 
-def planner_refuses(text: str, tools: Iterable[str], plan_format: str) -> bool:
+def planner_refuses(
+    text: str, tools: Iterable[str], plan_format: str, revision: int = PLAN_REVISION
+) -> bool:
     """Whether the planner's own parser refuses ``text`` as malformed output (the executor's
     :data:`MALFORMED_REASONS`: a step with no tool, an id that is not one). The fit reads an
     answer as the planner does, so a plan the planner cannot use is malformed here too, as the
     simulator's malformed draw is; a plan that parses with a logic error is not."""
     try:
-        parse_plan(text, tools, plan_format=plan_format)
+        parse_plan(text, tools, plan_format=plan_format, revision=revision)
     except PlanError as err:
         return err.reason in MALFORMED_REASONS
     return False
@@ -424,7 +476,7 @@ def extract_propose_steps(d: Decision) -> list[Row]:
         return [d.row("malformed", 1, format="steps_json")]
     first = as_read(candidates[0], d.view.tool_names()) if candidates else {"done": True}
     if not first.get("done") and planner_refuses(
-        dumps({"goal": "", "steps": [first]}), d.view.tool_names(), "json"
+        dumps({"goal": "", "steps": [first]}), d.view.tool_names(), "json", d.plan_revision
     ):  # the step the belief wrote cannot enter a plan (a done marker is no step)
         return [d.row("malformed", 1, format="steps_json")]
     rows = [d.row("malformed", 0, format="steps_json")]

@@ -22,10 +22,12 @@ from omegaconf import OmegaConf
 from planarena.envs.base import Env, Task
 from planarena.experiments.calibrate.oracle_view import OracleView
 from planarena.experiments.calibrate.registry import Decision
+from planarena.experiments.run import recording
 from planarena.experiments.run.episode import run_episode
 from planarena.experiments.run.llm_factory import ConfigError, model_profiles
 from planarena.experiments.run.prepare import prepare, validate
 from planarena.experiments.studies.sim_vs_real import held_out
+from planarena.planners.formats import PLAN_REVISION
 from planarena.planners.llm.base import Completion, LLMBackend, Message, Request
 from planarena.planners.llm.profiles import ModelProfile
 from planarena.planners.llm.protocol import RequestContext
@@ -94,8 +96,10 @@ class Observer:
         sink: Callable[[Decision], None],
         *,
         cache_only: bool = False,
+        plan_revision: int = PLAN_REVISION,
     ) -> None:
         self.inner = inner
+        self.plan_revision = plan_revision
         self.view = view
         self.episode = episode
         self.scales = scales
@@ -154,6 +158,7 @@ class Observer:
                 view=self.view,
                 error_scale=scale,
                 same_as_first=same,
+                plan_revision=self.plan_revision,
             )
         )
         self.index += 1
@@ -166,6 +171,9 @@ def load_config(run_dir: Path, cache: str | None = None) -> Any:
     if not path.exists():
         raise RunDirError(f"{run_dir}: no .hydra/config.yaml (not a run dir made by planarena)")
     cfg = OmegaConf.load(path)
+    for env, family in recording.pinned_families(run_dir.parent).items():
+        if env in (cfg.get("env") or {}):  # a recording's envs as it was made
+            cfg.env[env].path = str(family)
     if cache is not None:
         if cfg.llm.get("backend", "sim") != "openai":
             raise RunDirError(f"{run_dir}: --cache is for a real-model run (this one is sim)")
@@ -228,7 +236,15 @@ def decisions(
         ) -> LLMBackend:  # fmt: skip
             inner = _ctx.backend_for(env, task, seed_keys)
             view = OracleView(env.oracle(task), seed_keys)
-            observer = Observer(inner, view, _episode, scales, out.append, cache_only=real)
+            observer = Observer(
+                inner,
+                view,
+                _episode,
+                scales,
+                out.append,
+                cache_only=real,
+                plan_revision=_ctx.plan_revision,
+            )
             _watched.append(observer)
             return observer
 

@@ -56,6 +56,7 @@ class Decision:
     # a prompt asked before in the episode: whether the answer is the first asking's (None:
     # a first asking)
     same_as_first: bool | None = None
+    plan_revision: int = 2  # the plan reader the run's planners used (PLAN_REVISIONS)
 
     @property
     def task(self) -> str:
@@ -216,6 +217,24 @@ def judged(
     return Estimate(parameter, value, lo, hi, n, tasks, ok, reason, group, note, bounded=wide)
 
 
+def at_the_edge(
+    interval: tuple[float, float], events: int, n: int, level: float, scale: float = 1.0
+) -> tuple[float, float]:
+    """A bootstrap interval of a rate with no event (or only events) in ``n`` rows is the
+    single point 0 (or 1): every resample sees none. It is widened to the exact binomial
+    bound at ``level`` (Clopper-Pearson: ``1 - (tail)^(1/n)``; the rows taken as independent,
+    so it is never wider than their clustering would make it), divided by the rows' smallest
+    error ``scale``: 0 of 47 replans is no evidence that the rate is below 0.05."""
+    tail = (1.0 - level) / 2.0
+    bound = 1.0 - tail ** (1.0 / n)
+    lo, hi = interval
+    if events == 0:
+        return lo, max(hi, min(1.0, bound / scale))
+    if events == n and scale == 1.0:
+        return min(lo, 1.0 - bound), hi
+    return lo, hi
+
+
 def bernoulli(
     rows: pd.DataFrame,
     parameter: str,
@@ -238,6 +257,6 @@ def bernoulli(
     value = float(sums.sum() / counts.sum())
     weights = np.array(task_resamples(list(per_task.index), options.boot, options.seed))
     rates = (weights @ sums) / np.maximum(weights @ counts, 1)
-    interval = options.interval(rates)
+    interval = at_the_edge(options.interval(rates), int(sums.sum()), n, options.level)
     return judged(parameter, value, interval, n, len(sums), options, group=group, absent=absent,
                   note=note)  # fmt: skip

@@ -64,6 +64,10 @@ class SkillProfile(BaseModel):
     p_restart_ids: float = Field(0.0, ge=0, le=1)  # a plan written after steps ran or failed
     # numbers its steps from step_1 again, reusing ids the log shows; the executor refuses a
     # replan that reuses an executed id: plan_logic_error, as for a real model's
+    p_answer_garbled: float = Field(0.0, ge=0, le=1)  # a final answer the model writes
+    # itself (a finish with status success) states a fact of the task wrongly: its figures
+    # off by a decimal place (Decider's ``garbled``); a plan's answer is the answer tool's
+    # result, never written by the model, and keeps its facts
     p_same_answer: float = Field(0.0, ge=0, le=1)  # a prompt asked again in the episode gets
     # the very answer it got the first time (a model decoding greedily, at temperature 0,
     # on a server that repeats itself); else a fresh sample. 0: every asking is a sample
@@ -140,6 +144,7 @@ class SkillProfile(BaseModel):
                 "p_sloppy_text": up(self.p_sloppy_text),
                 "p_prose_condition": up(self.p_prose_condition),
                 "p_restart_ids": up(self.p_restart_ids),
+                "p_answer_garbled": up(self.p_answer_garbled),
                 "evaluator_noise": self.evaluator_noise * factor,
                 "rollout_optimism": up(self.rollout_optimism),
                 "p_miss_signal": up(self.p_miss_signal),

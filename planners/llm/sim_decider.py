@@ -14,6 +14,7 @@ import json
 import random
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from planarena.envs.jsontext import encoder
@@ -36,6 +37,8 @@ from planarena.planners.plan_prose import render_plan_text, run_on_text
 
 _PLAN_JSON = encoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), built once
 _STEP_NUMBER = re.compile(r"step_(\d+)")
+# a figure as the fact grader reads one (envs/grading.py; its sign, if any, left in place)
+_FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 
 
 class Decider:
@@ -147,10 +150,32 @@ class Decider:
         gold = self.oracle.remaining(obs, overlooked)
         options = self._action_options(gold, obs, overlooked)
         point = digest("act", self.sim.signature(obs), gold[0].key if gold else "done")
+        options = self._written_answers(point, options)
         belief = self._reflected(
             point, self.sim.belief(self.skill, point, list(options), self.err, ACTION_MISTAKES)
         )
         return point, gold, belief, options
+
+    def _written_answers(
+        self, point: str, options: dict[str, tuple[str, dict[str, Any]]]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The options with each final answer as the model writes it at this point: with
+        ``p_answer_garbled``, every finish with status success states the task's facts wrongly
+        (:func:`garbled`). One draw per point (the same prompt, the same answer, whoever asks
+        it); none at 0 or where no such finish is on offer."""
+        p = self.skill.p_answer_garbled
+        if p <= 0:
+            return options
+        answers = [
+            k for k, (t, a) in options.items() if t == FINISH and a.get("status") == "success"
+        ]
+        if not answers or self.sim.draws.uniform01("answer_garbled", point) >= p:
+            return options
+        out = dict(options)
+        for k in answers:
+            tool, args = options[k]
+            out[k] = (tool, {**args, "answer": garbled(str(args["answer"]))})
+        return out
 
     def _reflected(self, point: str, belief: Belief) -> Belief:
         """The belief at a point with the reflections in view: a wrong belief is corrected
@@ -574,3 +599,19 @@ def in_words(field: str, tool: object) -> str:
     if field == "pre_conditions":
         return f"the inputs of {tool} are ready before it runs"
     return f"the result of {tool} is what the task needs"
+
+
+def garbled(answer: str) -> str:
+    """A final answer as a model that garbles it writes it (``p_answer_garbled``): every
+    figure with its decimal point one place to the left (467 as 46.7, 5.6 as 0.56, 1,200 as
+    120.0, the id c-sort-9054 as c-sort-905.4). A figure read as a fact is then a tenth of
+    its value, off by more than half a unit of its last digit unless it is 0, so the fact
+    grader (envs/grading.py) finds no numeric fact stated, and a name that carries a figure
+    (an id, a topic) no longer matches. (Ten times the figure would keep 9054 inside 90540,
+    and the grader matches a name as a substring.) An answer with no figure but 0 is cut to
+    its first half instead: the facts stated in the rest are lost."""
+    if not any(re.search(r"[1-9]", f) for f in _FIGURE.findall(answer)):
+        return answer[: max(1, len(answer) // 2)].rstrip()
+    return _FIGURE.sub(
+        lambda m: format(Decimal(m.group(0).replace(",", "")).scaleb(-1), "f"), answer
+    )
