@@ -27,7 +27,7 @@ from planarena.planners.prompts import EXAMPLE_STEPS, REPLAN_USER, plan_system
 
 ENVS = ("report", "file", "code_gen", "rag", "web_nav", "pipeline", "research")
 RECORDING = Path(__file__).resolve().parent / "data" / "recordings" / "qwen2.5-coder-0.5b"
-EXAMPLE_TOOLS = ("get_forecast", "get_forecast_backup", "send_email")
+EXAMPLE_TOOLS = ("get_forecast", "send_email")
 
 
 def _episode_toolboxes() -> dict[str, Any]:
