@@ -292,6 +292,7 @@ def task_loglik(c: Choices, p: dict[str, float]) -> np.ndarray:
     logp = np.log(np.maximum(choice_prob(c, p), EPS))
     ind = c.branch < 0
     out = np.bincount(c.task[ind], weights=logp[ind] * c.count[ind], minlength=len(c.tasks))
+    out = out.astype(float)  # with no row outside a mixture, numpy counts in integers
     if c.n_units:
         pm = np.clip(p["p_miss_signal"] * c.prior_scale, 1e-9, 1 - 1e-9)
         branch_ll = np.bincount(c.branch[~ind], weights=logp[~ind], minlength=len(c.branch_unit))
