@@ -130,6 +130,7 @@ def test_scaled_makes_a_smaller_model_garble_more() -> None:
 ABSENT = "no answer was written after the answer tool had returned the facts"
 
 
+@pytest.mark.slow  # a sim run over four envs and its fit: about 11 s
 def test_a_garbled_answer_rate_recovered(tmp_path: Path) -> None:
     """``p_answer_garbled`` is a rate per final answer the model wrote after the answer tool
     had returned the facts (ReAct on four envs: one answer per task, each its own draw); a

@@ -212,6 +212,7 @@ def test_the_completion_table_renders_when_the_real_run_completes_nothing(
     assert not any("No completion in the real run" in line for line in completion_lines(x))
 
 
+@pytest.mark.slow  # two calibration fits of a small sim run: about 20 s
 def test_the_holdout_fits_only_on_the_chosen_planners(
     weak_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
