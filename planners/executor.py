@@ -23,7 +23,7 @@ from planarena.planners.formats import POSTCONDITION_NOTE, dumps, observation_te
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import Observed, RequestContext, RequestKind
 from planarena.planners.plan import Plan, PlanError, PlanStep, parse_plan, resolve_args
-from planarena.planners.prompts import REPLAN_USER, plan_system
+from planarena.planners.prompts import REPLAN_USER, toolbox_plan_system
 from planarena.search import topological_layers
 
 _STEP_NUMBER = re.compile(r"step_(\d+)")
@@ -93,12 +93,7 @@ class PlanExecutor:
 
     def _system(self, plan_format: str) -> str:
         """The plan prompt of this episode's revision, naming the world's condition facts."""
-        return plan_system(
-            self.tools.catalogue(),
-            plan_format,
-            revision=self.revision,
-            facts=self.tools.fact_names(),
-        )
+        return toolbox_plan_system(self.tools, plan_format, revision=self.revision)
 
     def _next_id(self, pending: list[PlanStep]) -> str:
         """The step id after every id the replan prompt shows, run, failed or pending (a

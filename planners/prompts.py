@@ -8,7 +8,7 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 from planarena.envs.jsontext import encoder
-from planarena.envs.tools import ToolSpec
+from planarena.envs.tools import Toolbox, ToolSpec
 from planarena.planners.formats import (
     ACTION_TURN_FORMAT,
     PLAN_FORMAT,
@@ -172,3 +172,8 @@ def plan_system(
     names = condition_names(facts or {}) if revision >= 2 else ()
     template = "plan_text" if plan_format == "text" else "plan"
     return _system(template, _signatures(tools), revision, names)
+
+
+def toolbox_plan_system(tools: Toolbox, plan_format: str = "json", *, revision: int) -> str:
+    """:func:`plan_system` for an episode's toolbox: its catalogue and its condition facts."""
+    return plan_system(tools.catalogue(), plan_format, revision=revision, facts=tools.fact_names())

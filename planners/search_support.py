@@ -37,7 +37,7 @@ from planarena.planners.formats import (
 from planarena.planners.llm.base import EpisodeLLM
 from planarena.planners.llm.protocol import RequestContext, RequestKind
 from planarena.planners.llm.tokens import count_text
-from planarena.planners.prompts import plan_system
+from planarena.planners.prompts import toolbox_plan_system
 from planarena.search import SearchResult
 
 Steps = tuple[str, ...]  # a partial plan: each step as canonical JSON text
@@ -184,9 +184,7 @@ class PartialPlanProblem:
         self.started: set[int] = set()  # depths with an expansion begun (the first is greedy)
         self.proposed: dict[Steps, list[str]] = {}  # under a budget: each state's candidates
         self.llm = llm
-        self.system = plan_system(
-            tools.catalogue(), revision=llm.plan_revision, facts=tools.fact_names()
-        )
+        self.system = toolbox_plan_system(tools, revision=llm.plan_revision)
         self.branching = branching
         self.max_steps = max_steps
         self.judge = judge

@@ -33,7 +33,7 @@ from planarena.planners.params import Backoff, Count, Times, checked
 from planarena.planners.plan import PlanError, parse_plan
 from planarena.planners.plan_execute import PlanFormat
 from planarena.planners.plan_prose import written_steps
-from planarena.planners.prompts import plan_system
+from planarena.planners.prompts import toolbox_plan_system
 from planarena.planners.search_support import TokenLedger, make_executor, record_tree
 from planarena.search import beam_search_async
 from pydantic import Field
@@ -60,9 +60,7 @@ class _PlanTree:
         self.llm = llm
         self.names = tools.names()
         self.plan_format = plan_format
-        self.system = plan_system(
-            tools.catalogue(), plan_format, revision=llm.plan_revision, facts=tools.fact_names()
-        )
+        self.system = toolbox_plan_system(tools, plan_format, revision=llm.plan_revision)
         self.beam_width = beam_width
         self.branching = branching
         self.depth = depth

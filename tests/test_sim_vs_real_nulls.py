@@ -28,18 +28,10 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     tokens_column,
     with_task_key,
 )
+from test_sim_vs_real import GRID  # the same small grid of real-run planners
 
 from planarena import api
 
-GRID = [
-    "planner=[react,plan_execute_replan,tot,topo]",
-    "env=[report]",
-    "n_tasks=6",
-    "progress=false",
-    "workers=1",
-    "figures=false",
-    "write_traces=false",
-]
 PLANNERS = ["react", "plan_execute_replan", "tot", "topo"]
 
 

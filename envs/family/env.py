@@ -34,6 +34,17 @@ def family_path(name: str) -> Path:
     return FAMILIES_DIR / f"{name}.yaml"
 
 
+def family_file(name: str | None, path: str | None) -> Path:
+    """The file a family env reads: the built-in ``name`` without a ``path``; else ``path``,
+    looked up in the working directory, then in ``envs/families/``."""
+    if path is None:
+        return family_path(str(name))
+    found = Path(path).expanduser()
+    if not found.is_absolute() and not found.exists() and (FAMILIES_DIR / found).exists():
+        return FAMILIES_DIR / found
+    return found
+
+
 @dataclass
 class FamilyEnv:
     """An env from a family file. ``FamilyEnv(name="pipeline")``: a built-in family
@@ -63,15 +74,10 @@ class FamilyEnv:
         check_grading(self.grading)
         if self.path is None and self.name is None:
             raise FamilyError("a family env needs a name (built-in) or a path (any file)")
-        if self.path is None:
-            path = family_path(str(self.name))
-            if not path.exists():
-                known = sorted(p.stem for p in FAMILIES_DIR.glob("*.yaml"))
-                raise FamilyError(f"no built-in family {self.name!r} (known: {known})")
-        else:
-            path = Path(self.path).expanduser()
-            if not path.is_absolute() and not path.exists() and (FAMILIES_DIR / path).exists():
-                path = FAMILIES_DIR / path
+        path = family_file(self.name, self.path)
+        if self.path is None and not path.exists():
+            known = sorted(p.stem for p in FAMILIES_DIR.glob("*.yaml"))
+            raise FamilyError(f"no built-in family {self.name!r} (known: {known})")
         decl = load_declaration(path)
         if self.name is not None and self.name != decl.name:
             if not IDENT.match(self.name):

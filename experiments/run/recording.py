@@ -89,20 +89,14 @@ def pack(run_dir: Path, cache: Path, dest: Path) -> int:
 
 def family_files(run_dir: Path) -> dict[str, Path]:
     """The family file of each env of the run declared in one (env name -> file)."""
-    from planarena.envs.family.env import FAMILIES_DIR, family_path
+    from planarena.envs.family.env import family_file
 
     config = json.loads((run_dir / RUN_FILE).read_text()).get("config") or {}
-    out: dict[str, Path] = {}
-    for env, spec in (config.get("env") or {}).items():
-        if not isinstance(spec, dict) or not str(spec.get("_target_", "")).endswith("FamilyEnv"):
-            continue
-        path = spec.get("path")
-        if path is None:
-            out[env] = family_path(str(spec.get("name") or env))
-            continue
-        found = Path(path).expanduser()
-        out[env] = found if found.is_absolute() or found.exists() else FAMILIES_DIR / found
-    return out
+    return {
+        env: family_file(spec.get("name") or env, spec.get("path"))
+        for env, spec in (config.get("env") or {}).items()
+        if isinstance(spec, dict) and str(spec.get("_target_", "")).endswith("FamilyEnv")
+    }
 
 
 def pinned_families(recording: Path) -> dict[str, Path]:

@@ -134,16 +134,19 @@ def _pp(x: float) -> str:
     return "–" if math.isnan(x) else f"{round(100 * x) + 0:+d}"
 
 
+def _header(first: str, distance_note: str = "") -> list[str]:
+    """A table's two header lines: ``first``, then each statistic with its interval."""
+    cells = [
+        f"{v}, pp [95 % CI]{distance_note}" if k in LOWER_IS_BETTER else f"{v} [95 % CI]"
+        for k, v in STATISTICS.items()
+    ]
+    return [f"| {first} | " + " | ".join(cells) + " |", "| --- |" + " --- |" * len(STATISTICS)]
+
+
 def profile_table(pc: ProfileComparison, labels: Mapping[str, str]) -> list[str]:
     """Per profile: each statistic with its 95 % interval (the distance in pp, with what
     chance gives)."""
-    lines = [
-        "| profile | " + " | ".join(
-            f"{v}, pp [95 % CI] (chance)" if k in LOWER_IS_BETTER else f"{v} [95 % CI]"
-            for k, v in STATISTICS.items()
-        ) + " |",
-        "| --- |" + " --- |" * len(STATISTICS),
-    ]  # fmt: skip
+    lines = _header("profile", " (chance)")
     stats = pc.stats.set_index(["profile", "statistic"])
     for prof in [pc.tested, *pc.nulls, *pc.others]:
         cells = []
@@ -161,13 +164,7 @@ def diff_table(pc: ProfileComparison, labels: Mapping[str, str]) -> list[str]:
     """Per other profile: the tested profile's statistic minus its, paired; a bold cell is
     one where the tested profile beats it with the interval clear of 0."""
     tested = labels.get(pc.tested, pc.tested).split(" (")[0].split(":")[0]
-    lines = [
-        f"| {tested} − profile | " + " | ".join(
-            f"{v}, pp [95 % CI]" if k in LOWER_IS_BETTER else f"{v} [95 % CI]"
-            for k, v in STATISTICS.items()
-        ) + " |",
-        "| --- |" + " --- |" * len(STATISTICS),
-    ]  # fmt: skip
+    lines = _header(f"{tested} − profile")
     diffs = pc.diffs.set_index(["profile", "statistic"])
     for prof in [*pc.nulls, *pc.others]:
         cells = []
