@@ -183,6 +183,9 @@ async def run_jobs(
         async with semaphore:
             rec, trace = await episode(job)
             record(job, rec, trace)
+        # yield to the event loop: Ctrl-C cancels the job at an await, and a simulated
+        # episode may never suspend, so without this the whole job ran before it stopped
+        await asyncio.sleep(0)
 
     async def one_capped(position: int, job: Job) -> None:
         """One episode under the job's cost cap: run against the live bound, then, in job
@@ -206,6 +209,7 @@ async def run_jobs(
                 rec, trace = await episode(job, ledger.gate(position, allowance))
         record(job, rec, trace)
         ledger.done(position, rec.cost_usd or 0.0, cut=rec.stop_reason == JOB_COST_CAP)
+        await asyncio.sleep(0)  # where Ctrl-C lands, as in one()
 
     async def produce(job: Job) -> Finished:  # in a worker process: the lines put() writes
         rec, trace = await episode(job)
