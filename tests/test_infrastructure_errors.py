@@ -211,3 +211,31 @@ def test_a_reply_without_usage_is_counted_and_says_so(server: FakeOpenAI) -> Non
     calls = [e for e in trace["events"] if e["event"] == "llm"]
     assert record.tokenizer == "server:fake"
     assert record.tokens_prompt == PROMPT_TOKENS * len(calls)
+
+
+def test_the_preflight_waits_as_long_as_a_call_would_up_to_a_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A local server on busy cores answers ``GET /models`` in tens of seconds: the check
+    waits the call's own timeout (at most a minute), not a fixed 5 s that declared a live
+    server gone."""
+    import openai
+    from planarena.experiments.run.llm_factory import PREFLIGHT_TIMEOUT_S, preflight
+
+    waits: list[float] = []
+
+    class Client:
+        def __init__(self, **kw: Any) -> None:
+            waits.append(kw["timeout"])
+            self.models = self
+
+        def list(self) -> None:
+            return None
+
+        def close(self) -> None:
+            return None
+
+    monkeypatch.setattr(openai, "OpenAI", Client)
+    for timeout_s in (600.0, 20.0):
+        preflight({"backend": "openai", "base_url": "http://127.0.0.1:9", "timeout_s": timeout_s})
+    assert waits == [PREFLIGHT_TIMEOUT_S, 20.0] and PREFLIGHT_TIMEOUT_S >= 30

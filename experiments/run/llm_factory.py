@@ -309,13 +309,23 @@ class InfrastructureError(RuntimeError):
     """Not the agent's fault: the endpoint is unreachable or refuses us. Stops the job."""
 
 
-def preflight(cfg: Mapping[str, Any], timeout_s: float = 5.0) -> None:
+PREFLIGHT_TIMEOUT_S = 60.0
+"""The longest the check waits for an answer (the call's own ``llm.timeout_s`` when shorter).
+A refused connection fails at once; a local server on busy cores can take tens of seconds
+even for ``GET /models`` (one on 2 shared cores missed 5 s and ended eight jobs of a
+recording in a row)."""
+
+
+def preflight(cfg: Mapping[str, Any], timeout_s: float | None = None) -> None:
     """One cheap request (``GET /models``) to a real endpoint before any episode: an endpoint
     that cannot be reached or rejects the key raises :class:`InfrastructureError`. Any other
     answer (even a 404 or 501 from a server without that route) shows the server is there."""
     if cfg.get("backend", "sim") != "openai" or cfg.get("offline"):
         return  # the simulator, or a replay from the response cache: nothing to reach
     import openai
+
+    if timeout_s is None:
+        timeout_s = min(float(cfg.get("timeout_s") or PREFLIGHT_TIMEOUT_S), PREFLIGHT_TIMEOUT_S)
 
     base_url = cfg.get("base_url")
     key = os.environ.get(str(cfg.get("api_key_env", "OPENAI_API_KEY"))) or "not-needed"
