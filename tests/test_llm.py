@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from planarena.envs import clock
@@ -35,6 +36,22 @@ def test_o200k_is_built_offline_and_counts_like_tiktoken() -> None:
     assert count_text("hello world") == 2
     msgs = [{"role": "user", "content": "hello world"}]
     assert count_messages(msgs) == 3 + 3 + 2
+
+
+def test_the_ranks_ready_form_is_rebuilt_when_missing_or_torn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cached ready form gives the ranks the file does; a torn one is rebuilt, not
+    read as a shorter vocabulary."""
+    from planarena.planners.llm import tokens
+
+    monkeypatch.setenv("PLANARENA_CACHE", str(tmp_path))
+    fresh = tokens._ranks()  # from the file: writes the ready form
+    (ready,) = tmp_path.glob("*.ranks.marshal")
+    assert tokens._ranks() == fresh and len(fresh) == tokens.N_RANKS
+    ready.write_bytes(ready.read_bytes()[: ready.stat().st_size // 2])
+    assert tokens._ranks() == fresh  # torn: rebuilt from the file
+    assert ready.stat().st_size > 1_000_000
 
 
 def _sim(skill: SkillProfile, n: int = 0) -> tuple[SimLLM, EpisodeLLM]:
