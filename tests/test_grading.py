@@ -84,6 +84,45 @@ def test_the_report_family_grades_own_words_by_facts_and_the_stale_figure_as_a_t
     assert not result.success and result.trap_in_answer
 
 
+def test_a_trap_value_in_another_entitys_stretch_is_not_a_trap_in_the_answer() -> None:
+    """A stale or decoy figure counts only in its own entity's stretch of the answer: the
+    same number stated for another entity is that entity's fact (the graders once read each
+    trap over the whole answer and failed right answers)."""
+    task = next(
+        t
+        for t in ReportEnv().generate(40, seed=0, complexity="medium")
+        if ReportWorld.of(t).branches[0].stale_trap
+    )
+    a, b = ReportWorld.of(task).branches
+    right = (
+        f"{a.company} had revenue of ${a.revenue} billion and a profit of ${a.profit} billion. "
+        f"{b.company} had revenue of ${b.revenue} billion and a profit of ${b.profit} billion."
+    )
+    assert grade(task, right, [], "facts").success
+    other = right + f" {b.company}'s revenue two years before was ${a.stale_revenue} billion."
+    assert not grade(task, other, [], "facts").trap_in_answer
+    own = right + f" {a.company}'s revenue was also reported as ${a.stale_revenue} billion."
+    assert grade(task, own, [], "facts").trap_in_answer
+    # a family: a stock_check task where one item's decoy stock is another item's real one
+    from planarena.envs.family import FamilyEnv
+    from planarena.envs.family.oracle import FamilyOracle
+
+    env = FamilyEnv(name="stock_check", path="examples/stock_check.yaml")
+    for family_task in env.generate(40, seed=0, complexity="complex"):
+        index = env.index(family_task)
+        facts = FamilyOracle(env.decl, family_task, index).required_facts()
+        shared = [
+            d
+            for d in env._decoy_facts(index)
+            if any(f.value == d.value and f.entity != d.entity for f in facts)
+        ]
+        if shared:
+            break
+    assert shared, "no task with a decoy value shared across items: pick another seed"
+    answer = "\n".join(f"item: {f.entity}; stock: {f.value}; warehouse: south" for f in facts)
+    assert env.grade(family_task, answer, []).success, (family_task.task_id, shared)
+
+
 def test_the_policy_is_a_checked_key_recorded_in_the_run(tmp_path: Path) -> None:
     base = [
         sys.executable, "-m", "planarena.experiments.run.runner", "planner=react",

@@ -216,7 +216,11 @@ class FamilyEnv:
         if self.grading == "facts":
             facts = oracle.required_facts()
             found = count_carried(answer, facts)
-            trap_in_answer = any(carries(answer, f, facts) for f in self._decoy_facts(index))
+            entities = sorted({f.entity for f in facts})  # each item's stretch is its own
+            trap_in_answer = any(
+                carries(answer, f, [g for g in facts if g.entity == f.entity], entities)
+                for f in self._decoy_facts(index)
+            )
         else:
             lines = answer.lower().splitlines()
             found = sum(
