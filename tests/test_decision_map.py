@@ -219,6 +219,12 @@ def test_a_tiny_study_runs_end_to_end_and_its_map_drives_auto(tmp_path: Path) ->
     assert "auto" not in set(points["completion_best"])  # auto is compared, never ranked
     auto = pd.read_csv(tmp_path / "decision_map_auto.csv")
     assert set(auto["planner"]) == {"react", "plan_execute_replan"}
+    trend = pd.read_csv(tmp_path / "decision_map_trend.csv")  # rag: one length a complexity
+    assert set(trend["pair"]) == {"react-plan_execute_replan"} and set(trend["skill"]) == {
+        "strong",
+        "weak",
+    }
+    assert "Length within a family" in (tmp_path / "decision_map.md").read_text()
     for name in ("decision_map_completion.png", "decision_map_cost-1col.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
     load_map.cache_clear()
@@ -259,10 +265,11 @@ def test_auto_is_judged_on_each_family_its_map_never_saw(tmp_path: Path) -> None
 
 
 def test_the_docs_blocks_are_rendered_from_the_shipped_runs() -> None:
-    """docs/decision-map.md's verdicts under both recovery budgets and auto's
-    leave-one-family-out table are renders of docs/data/decision_map/, never typed."""
-    from planarena.experiments.studies.decision_map_docs import PAGE, render_page
+    """docs/decision-map.md's verdicts under both recovery budgets, the within-family length
+    trend and auto's leave-one-family-out table are renders of docs/data/decision_map/,
+    never typed."""
+    from planarena.experiments.studies.decision_map_docs import PAGE, RENDERERS, render_page
 
     page = PAGE.read_text(encoding="utf-8")
-    assert "<!-- rendered: recovery -->" in page and "<!-- rendered: auto_lofo -->" in page
+    assert all(f"<!-- rendered: {name} -->" in page for name in RENDERERS)
     assert render_page(page) == page

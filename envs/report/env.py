@@ -10,7 +10,7 @@ source (the regulator's filing registry) is needed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +54,25 @@ COMPANIES = (
     "Nakatomi",
 )
 YEARS = (2023, 2024, 2025)
-BRANCHES = {"simple": (1, 1), "medium": (2, 2), "complex": (3, 4)}
+FIXED_BRANCHES: dict[str, tuple[int, int]] = {"simple": (1, 1), "medium": (2, 2), "complex": (3, 4)}
+"""Companies per task at each complexity as first shipped, and the class's default, so a saved
+config written before ``branches`` was a setting (an old run dir, a recording) keeps its tasks.
+The shipped config (configs/env/report.yaml) sets overlapping ranges instead, so a task's
+length (3 steps per company, then the summary) varies inside the family at every complexity
+(docs/envs.md)."""
+
+
+def check_branches(branches: Mapping[str, Sequence[int]]) -> dict[str, tuple[int, int]]:
+    """``branches`` as ``{complexity: (low, high)}``, or a ValueError naming what is wrong."""
+    if set(branches) != set(COMPLEXITIES):
+        raise ValueError(f"branches: expected one [low, high] for each of {COMPLEXITIES}")
+    out = {}
+    for cx in COMPLEXITIES:
+        pair = tuple(int(v) for v in branches[cx])
+        if len(pair) != 2 or not 1 <= pair[0] <= pair[1] <= len(COMPANIES):
+            raise ValueError(f"branches.{cx}: expected [low, high] with 1 <= low <= high <= 10")
+        out[cx] = (pair[0], pair[1])
+    return out
 
 
 def _money(rng: Any, low: float, high: float, digits: int) -> str:
@@ -69,15 +87,16 @@ def generate_tasks(
     p_stale_trap: float = 0.5,
     unreachable_rate: float = 0.0,
     start: int = 0,
+    companies_per_task: Mapping[str, tuple[int, int]] = FIXED_BRANCHES,
 ) -> list[Task]:
-    """``n`` seeded tasks at one complexity (simple: 1 branch, medium: 2, complex: 3-4), from
-    task number ``start`` on."""
+    """``n`` seeded tasks at one complexity (companies per task drawn from
+    ``companies_per_task``), from task number ``start`` on."""
     if complexity not in COMPLEXITIES:
         raise ValueError(f"complexity must be one of {COMPLEXITIES}, got {complexity!r}")
     tasks = []
     for index in range(start, start + n):
         rng = derive_rng(seed, "task", ENV_NAME, complexity, index)
-        low, high = BRANCHES[complexity]
+        low, high = companies_per_task[complexity]
         k = rng.randint(low, high)
         companies = rng.sample(COMPANIES, k)
         year = rng.choice(YEARS)
@@ -149,8 +168,10 @@ def grade(
     if grading == "facts":
         facts = [Fact(b.company, f, float(v)) for b in branches for f, v in _figures(b)]
         found = count_carried(answer, facts)
+        companies = [b.company for b in branches]  # each company's stretch is its own
         trap_in_answer = any(
-            b.stale_trap and carries(answer, stale, [stale, Fact(b.company, "profit", 0.0)])
+            b.stale_trap
+            and carries(answer, stale, [stale, Fact(b.company, "profit", 0.0)], companies)
             for b in branches
             for stale in [Fact(b.company, "revenue", float(b.stale_revenue))]
         )
@@ -196,11 +217,13 @@ class ReportEnv:
 
     name: str = ENV_NAME
     p_stale_trap: float = 0.5
+    branches: Mapping[str, Sequence[int]] = field(default_factory=lambda: dict(FIXED_BRANCHES))
     grading: str = "facts"  # set from the run's ``grading`` (envs/grading.py)
     latency: dict[str, LatencyProfile] = field(default_factory=lambda: dict(LATENCY))
 
     def __post_init__(self) -> None:
         check_share("p_stale_trap", self.p_stale_trap)
+        self.branches = check_branches(self.branches)
         check_grading(self.grading)
 
     def generate(
@@ -219,6 +242,7 @@ class ReportEnv:
             p_stale_trap=self.p_stale_trap,
             unreachable_rate=unreachable_rate,
             start=start,
+            companies_per_task=self.branches,
         )
 
     def make_tools(

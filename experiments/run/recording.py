@@ -133,12 +133,38 @@ def recorded_overrides(recording: Path) -> list[str]:
 
 
 def family_pins(recording: Path, overrides: Sequence[str]) -> list[str]:
-    """Overrides that point each env the command selects at the recording's copy of its
-    family file (``overrides``: the whole command's; its last ``env=`` selects)."""
+    """Overrides that give each env the command selects the tasks it was recorded on: the
+    recording's copy of its family file, and an env setting added since at the value the
+    recording had (:func:`unset_env_settings`). ``overrides``: the whole command's; its last
+    ``env=`` selects."""
     chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "env"]
     selected = set(chosen[-1].strip("[]").split(",")) if chosen else set()
     pinned = pinned_families(recording)
-    return [f"++env.{env}.path={pinned[env]}" for env in sorted(selected & set(pinned))]
+    pins = [f"++env.{env}.path={pinned[env]}" for env in sorted(selected & set(pinned))]
+    for env, settings in sorted(unset_env_settings(recording).items()):
+        if env in selected:
+            pins += [f"++env.{env}.{key}={value}" for key, value in settings.items()]
+    return pins
+
+
+def unset_env_settings(recording: Path) -> dict[str, dict[str, str]]:
+    """Per env of the recorded config, each setting the shipped config has added since, as
+    the override that restores the value the recording was made at (the class's default).
+    Today one: the report family's ``branches`` (length at every complexity)."""
+    from planarena.envs.report.env import FIXED_BRANCHES
+
+    try:
+        config = json.loads((recording / RUN / RUN_FILE).read_text()).get("config") or {}
+    except (OSError, ValueError):
+        return {}
+    fixed = ",".join(f"{cx}:[{lo},{hi}]" for cx, (lo, hi) in FIXED_BRANCHES.items())
+    return {
+        env: {"branches": "{" + fixed + "}"}
+        for env, spec in (config.get("env") or {}).items()
+        if isinstance(spec, dict)
+        and str(spec.get("_target_", "")).endswith("ReportEnv")
+        and "branches" not in spec
+    }
 
 
 def _has_key(recording: Path, key: str) -> bool:

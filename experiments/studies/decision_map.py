@@ -393,9 +393,11 @@ class DecisionMap(Study):
     ) -> str:
         """Write decision_map.md / .csv (the verdicts), decision_map_points.csv (per cell and
         length bin), decision_map_families.csv (per cell, env and complexity),
+        decision_map_trend.csv (the gap's change with length inside each family),
         decision_map.json (auto's map) and figures/decision_map_*.{pdf,png}."""
         from planarena.experiments.analysis.figures.decision_map import write_decision_figures
         from planarena.experiments.studies.decision_map_verdicts import markdown, verdicts
+        from planarena.experiments.studies.length_trend import trend_table
 
         s = Settings.of(config)
         all_planners = list(config.get("planner") or {})
@@ -415,7 +417,9 @@ class DecisionMap(Study):
         auto = auto_comparison(data, planners, s, seed) if "auto" in all_planners else None
         if auto is not None:
             auto.to_csv(out_dir / "decision_map_auto.csv", index=False)
-        text = markdown(table, points, s, config, data, auto)
+        trend = trend_table(fixed, s, seed)
+        trend.to_csv(out_dir / "decision_map_trend.csv", index=False)
+        text = markdown(table, points, s, config, data, auto, trend)
         (out_dir / "decision_map.md").write_text(text, encoding="utf-8")
         write_decision_figures(points, s.skills, s.fault_rates, s.bins(), out_dir / "figures")
         counts = table["verdict"].str.split().str[0].value_counts()

@@ -591,9 +591,11 @@ def markdown(
     config: Mapping[str, Any],
     data: pd.DataFrame,
     auto: pd.DataFrame | None,
+    trend: pd.DataFrame | None = None,
 ) -> str:
     """decision_map.md: the cells, the verdicts, the ladder pairs per length and skill, the
-    winners per point and auto against every fixed planner."""
+    within-family length trend (:mod:`.length_trend`), the winners per point and auto against
+    every fixed planner."""
     cells = list(dict.fromkeys(data["cell"]))
     lines = [
         "# Decision map: which strategy, when",
@@ -646,6 +648,10 @@ def markdown(
                 + " | ".join(cells_txt)
                 + " |"
             )
+    if trend is not None:
+        from planarena.experiments.studies.length_trend import markdown as trend_lines
+
+        lines += trend_lines(trend)
     if not points.empty:
         lines += [
             "",
