@@ -108,7 +108,7 @@ def plugin_sources(objects: Iterable[object]) -> list[dict[str, Any]]:
     )
     if not packages:  # planarena's own code only: no scan of every installed distribution
         return []
-    owners = metadata.packages_distributions()  # about 0.5 s: every distribution's files
+    owners = metadata.packages_distributions()  # about 0.2 s of CPU: every distribution's files
     out = []
     for package in packages:
         dist = (owners.get(package) or [None])[0]
