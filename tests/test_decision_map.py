@@ -268,8 +268,11 @@ def test_the_docs_blocks_are_rendered_from_the_shipped_runs() -> None:
     """docs/decision-map.md's verdicts under both recovery budgets, the within-family length
     trend and auto's leave-one-family-out table are renders of docs/data/decision_map/,
     never typed."""
-    from planarena.experiments.studies.decision_map_docs import PAGE, RENDERERS, render_page
+    from planarena.experiments.studies.decision_map_docs import DECISION_MAP, PLANNERS
+    from planarena.experiments.studies.rendered_docs import pages
 
-    page = PAGE.read_text(encoding="utf-8")
-    assert all(f"<!-- rendered: {name} -->" in page for name in RENDERERS)
-    assert render_page(page) == page
+    for page in (DECISION_MAP, PLANNERS):
+        text = page.path.read_text(encoding="utf-8")
+        assert all(f"<!-- rendered: {name} -->" in text for name in page.renderers)
+        assert page.render(text) == text
+    assert {p.path.name for p in pages()} >= {"decision-map.md", "planners.md"}

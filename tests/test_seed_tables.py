@@ -134,10 +134,10 @@ def test_the_tables_are_the_report_envs_when_the_run_has_several(tmp_path: Path)
 def test_the_docs_page_is_rendered_from_its_shipped_run() -> None:
     """docs/seed-tables.md's tables are a render of docs/data/seed_tables/ (one run of
     experiment=seed_tables), never typed; the copy is that study's own output."""
-    from planarena.experiments.studies.seed_tables_docs import DATA, PAGE, render_page
+    from planarena.experiments.studies.seed_tables_docs import DATA, SEED_TABLES
 
-    page = PAGE.read_text(encoding="utf-8")
+    page = SEED_TABLES.path.read_text(encoding="utf-8")
     assert "<!-- rendered: seed_tables -->" in page
-    assert render_page(page) == page
+    assert SEED_TABLES.render(page) == page
     table = pd.read_csv(DATA / "seed_table_9_1.csv")
     assert len(table) == 4 and "| ReAct " in page  # one row per architecture, in the page

@@ -394,9 +394,14 @@ class DecisionMap(Study):
         """Write decision_map.md / .csv (the verdicts), decision_map_points.csv (per cell and
         length bin), decision_map_families.csv (per cell, env and complexity),
         decision_map_trend.csv (the gap's change with length inside each family),
+        decision_map_ladder.csv (the ladder's pairs per skill and length bin),
         decision_map.json (auto's map) and figures/decision_map_*.{pdf,png}."""
         from planarena.experiments.analysis.figures.decision_map import write_decision_figures
-        from planarena.experiments.studies.decision_map_verdicts import markdown, verdicts
+        from planarena.experiments.studies.decision_map_verdicts import (
+            ladder_table,
+            markdown,
+            verdicts,
+        )
         from planarena.experiments.studies.length_trend import trend_table
 
         s = Settings.of(config)
@@ -419,7 +424,9 @@ class DecisionMap(Study):
             auto.to_csv(out_dir / "decision_map_auto.csv", index=False)
         trend = trend_table(fixed, s, seed)
         trend.to_csv(out_dir / "decision_map_trend.csv", index=False)
-        text = markdown(table, points, s, config, data, auto, trend)
+        ladder = ladder_table(data, s, int(config.get("seed", 0)))
+        ladder.to_csv(out_dir / "decision_map_ladder.csv", index=False)
+        text = markdown(table, points, s, config, data, auto, trend, ladder)
         (out_dir / "decision_map.md").write_text(text, encoding="utf-8")
         write_decision_figures(points, s.skills, s.fault_rates, s.bins(), out_dir / "figures")
         counts = table["verdict"].str.split().str[0].value_counts()

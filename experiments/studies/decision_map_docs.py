@@ -6,21 +6,18 @@ article's recovery budget and one at equal budgets (``recovery=article`` and
 ``decision_map_trend.csv`` (:mod:`.length_trend`), and the first run's ``auto_lofo.csv``
 (:mod:`.auto_lofo`). Each block of the page between
 ``<!-- rendered: <name> -->`` and ``<!-- /rendered -->`` is re-rendered from them by
-``python -m planarena.experiments.studies.decision_map_docs``; ``tests/test_decision_map.py``
+``python -m planarena.experiments.studies.rendered_docs``; ``tests/test_decision_map.py``
 fails when the page and the data disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-from planarena.experiments.studies.rendered_docs import fill_blocks, rewrite
+from planarena.experiments.studies.rendered_docs import DOCS, Page
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "docs" / "data" / "decision_map"
-PAGE = ROOT / "docs" / "decision-map.md"
+DATA = DOCS / "data" / "decision_map"
 
 
 def recovery_table(data: Path = DATA) -> str:
@@ -71,22 +68,42 @@ def trend_table(data: Path = DATA) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[Path], str]] = {
-    "recovery": recovery_table,
-    "auto_lofo": lofo_table,
-    "trend": trend_table,
-}
+def _points(share: float) -> str:
+    """A difference of shares in whole points, signed; 0 unsigned."""
+    points = round(100 * share)
+    return f"{points:+d}" if points else "0"
 
 
-def render_page(text: str, data: Path = DATA) -> str:
-    """``text`` with every rendered block replaced by a fresh render."""
-    return fill_blocks(text, RENDERERS, data, "docs/decision-map.md")
+def recovery_ladder(data: Path = DATA) -> str:
+    """ReAct minus replanning per length bin at strong skill, under both recovery budgets
+    (each run's ``decision_map_ladder.csv``), with the within-family trend per step."""
+    pair = "plan_execute_replan-react"
+    rows = []
+    for budget in ("article", "equal"):
+        ladder = pd.read_csv(data / budget / "decision_map_ladder.csv")
+        ladder = ladder[ladder["skill"] == "strong"]
+        trend = pd.read_csv(data / budget / "decision_map_trend.csv")
+        t = trend[(trend["skill"] == "strong") & (trend["pair"] == "react-plan_execute_replan")]
+        cells = [  # the ladder has replanning minus ReAct, as shares
+            f"{_points(-r[pair])} [{_points(-r[pair + '_high'])}, {_points(-r[pair + '_low'])}] "
+            f"({r['n_tasks']})"
+            for _, r in ladder.iterrows()
+        ]
+        t = t.iloc[0]
+        slope = f"{t['slope_pp']:+.2f} [{t['low_pp']:+.2f}, {t['high_pp']:+.2f}]"
+        rows.append((budget, list(ladder["steps_bin"]), cells, slope))
+    bins = rows[0][1]
+    lines = [
+        "| recovery | " + " | ".join(bins) + " | per step inside a family |",
+        "| --- | " + " | ".join("---" for _ in bins) + " | --- |",
+    ]
+    lines += [f"| `{b}` | " + " | ".join(c) + f" | {sl} |" for b, _, c, sl in rows]
+    return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    print(f"rendered {rewrite(PAGE, RENDERERS, DATA)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+DECISION_MAP = Page(
+    DOCS / "decision-map.md",
+    DATA,
+    {"recovery": recovery_table, "auto_lofo": lofo_table, "trend": trend_table},
+)
+PLANNERS = Page(DOCS / "planners.md", DATA, {"recovery_ladder": recovery_ladder})

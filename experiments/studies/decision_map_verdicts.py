@@ -592,6 +592,7 @@ def markdown(
     data: pd.DataFrame,
     auto: pd.DataFrame | None,
     trend: pd.DataFrame | None = None,
+    ladder: pd.DataFrame | None = None,
 ) -> str:
     """decision_map.md: the cells, the verdicts, the ladder pairs per length and skill, the
     within-family length trend (:mod:`.length_trend`), the winners per point and auto against
@@ -624,7 +625,8 @@ def markdown(
         )
     lines += ["", "Tests, rule by rule:", ""]
     lines += [f"- {r['rule']}: {r['test']}" for _, r in table.iterrows()]
-    ladder = ladder_table(data, s, int(config.get("seed", 0)))
+    if ladder is None:
+        ladder = ladder_table(data, s, int(config.get("seed", 0)))
     if not ladder.empty:
         lines += [
             "",
