@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from planarena.experiments.studies.rendered_docs import DOCS, Page
+from planarena.experiments.studies.rendered_blocks import DOCS, Page
 
 DATA = DOCS / "data" / "decision_map"
 

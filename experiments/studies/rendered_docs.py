@@ -1,67 +1,17 @@
-"""Docs pages whose numbers are rendered from shipped runs, never typed.
-
-A page marks each rendered block ``<!-- rendered: <name> -->`` ... ``<!-- /rendered -->``; a
-:class:`Page` names its renderers and its data folder (copies of study runs' outputs under
-``docs/data/``) and replaces every block's body with a fresh render. Every page:
+"""Docs pages whose numbers are rendered from shipped runs, never typed: every page with
+rendered blocks (:class:`~.rendered_blocks.Page`), rendered again by
 ``python -m planarena.experiments.studies.rendered_docs``; a test per page fails when the page
-and its data disagree. The claims lint (``experiments/claims/lint.py``) skips rendered blocks:
-what is in them comes from a run.
+and its data disagree.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-
-BLOCK = re.compile(r"(<!-- rendered: (\w+) -->\n)(.*?)(<!-- /rendered -->)", re.S)
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-Renderer = Callable[[Path], str]
-
-
-@dataclass(frozen=True)
-class Page:
-    """A docs page, the folder its blocks are rendered from, and a renderer per block."""
-
-    path: Path
-    data: Path
-    renderers: Mapping[str, Renderer]
-
-    def render(self, text: str | None = None) -> str:
-        """``text`` (the page as it is, by default) with every block's body rendered again."""
-        text = self.path.read_text(encoding="utf-8") if text is None else text
-
-        def fill(m: re.Match[str]) -> str:
-            name = m.group(2)
-            if name not in self.renderers:
-                raise ValueError(f"docs/{self.path.name}: no renderer for block {name!r}")
-            return m.group(1) + self.renderers[name](self.data) + m.group(4)
-
-        return BLOCK.sub(fill, text)
-
-    def rewrite(self) -> Path:
-        """Render the page in place."""
-        self.path.write_text(self.render(), encoding="utf-8")
-        return self.path
-
-
-def measured_by(data: Path, folder: str) -> str:
-    """A line naming the code a shipped run ran (its ``run.json``)."""
-    code = json.loads((data / "run.json").read_text(encoding="utf-8"))["code"]
-    dirty = " with uncommitted changes" if code.get("git_dirty") else ""
-    return (
-        f"Measured by planarena {code['planarena']} at commit "
-        f"`{str(code.get('git_commit'))[:7]}`{dirty} (`docs/data/{folder}/run.json`)."
-    )
+from planarena.experiments.studies import decision_map_docs, seed_tables_docs, sensitivity_docs
+from planarena.experiments.studies.rendered_blocks import Page
 
 
 def pages() -> list[Page]:
     """Every rendered page."""
-    from planarena.experiments.studies import decision_map_docs, seed_tables_docs, sensitivity_docs
-
     return [
         decision_map_docs.DECISION_MAP,
         decision_map_docs.PLANNERS,

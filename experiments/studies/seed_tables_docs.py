@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planarena.experiments.studies.rendered_docs import DOCS, Page, measured_by
+from planarena.experiments.studies.rendered_blocks import DOCS, Page, measured_by
 
 DATA = DOCS / "data" / "seed_tables"
 

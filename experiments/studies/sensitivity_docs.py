@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planarena.experiments.studies.rendered_docs import DOCS, Page, measured_by
+from planarena.experiments.studies.rendered_blocks import DOCS, Page, measured_by
 
 DATA = DOCS / "data" / "sensitivity"
 FIRST, LAST = "## Verdicts", "## Design"
