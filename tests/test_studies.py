@@ -158,3 +158,14 @@ def test_a_study_spread_over_the_joblib_launcher_writes_the_same_analysis(tmp_pa
     assert sweep.returncode == 0, sweep.stderr
     for name in ("sensitivity.md", "sensitivity.csv", "sensitivity_cells.csv"):
         assert (tmp_path / "sweep" / name).read_text() == (tmp_path / "one" / name).read_text()
+
+
+def test_the_sensitivity_section_is_rendered_from_its_shipped_run() -> None:
+    """docs/simulator.md's sensitivity verdicts are a render of docs/data/sensitivity/ (one
+    run of experiment=sensitivity), never typed."""
+    from planarena.experiments.studies.sensitivity_docs import SENSITIVITY
+
+    page = SENSITIVITY.path.read_text(encoding="utf-8")
+    assert "<!-- rendered: sensitivity -->" in page
+    assert SENSITIVITY.render(page) == page
+    assert "### By assumption" in page  # the copy's sections, a heading level down

@@ -48,10 +48,12 @@ class Page:
 
 
 def measured_by(data: Path, folder: str) -> str:
-    """A line naming the code a shipped run ran (its ``run.json``)."""
+    """A line naming the code a shipped run ran (its ``run.json``): the commit, or, for a run
+    from a copy of the sources outside git, their digest (equal digests: the same code)."""
     code = json.loads((data / "run.json").read_text(encoding="utf-8"))["code"]
-    dirty = " with uncommitted changes" if code.get("git_dirty") else ""
-    return (
-        f"Measured by planarena {code['planarena']} at commit "
-        f"`{str(code.get('git_commit'))[:7]}`{dirty} (`docs/data/{folder}/run.json`)."
-    )
+    if code.get("git_commit"):
+        dirty = " with uncommitted changes" if code.get("git_dirty") else ""
+        where = f"at commit `{str(code['git_commit'])[:7]}`{dirty}"
+    else:
+        where = f"from sources with digest `{str(code.get('source_sha256'))[:12]}`"
+    return f"Measured by planarena {code['planarena']} {where} (`docs/data/{folder}/run.json`)."
