@@ -436,3 +436,25 @@ def test_a_real_model_answered_every_role_so_no_role_is_simulated_weaker() -> No
     stand_in = {"backend": "sim", "models": {"replanner": {"error_scale": 2.0}}}
     same_roles(cfg, {"llm": stand_in})
     assert OmegaConf.to_container(cfg.llm.models) == {"replanner": {"error_scale": 2.0}}
+
+
+def test_a_recording_is_compared_on_the_tasks_it_was_made_on() -> None:
+    """The shipped recording carries its family files: the simulated side reads them, not
+    the shipped families edited since (code_gen's approaches and widths), so a task id
+    names the same task on both sides."""
+    from hydra.utils import instantiate
+    from planarena.envs.family import FamilyEnv
+
+    rec = Path(__file__).parent / "data" / "recordings" / "qwen2.5-coder-0.5b"
+    cfg = api.compose(
+        ["experiment=sim_vs_real", f"sim_vs_real.real_run={rec / 'run'}",
+         "sim_vs_real.profile=strong"]
+    )  # fmt: skip
+    mirror_into(cfg)
+    assert Path(cfg.env.code_gen.path) == (rec / "families" / "code_gen.yaml").resolve()
+    mirrored = instantiate(cfg.env.code_gen).generate(5, seed=0, complexity="simple")
+    recorded = FamilyEnv(name="code_gen", path=str(rec / "families" / "code_gen.yaml"))
+    shipped = FamilyEnv(name="code_gen")
+    goals = [t.goal for t in mirrored]
+    assert goals == [t.goal for t in recorded.generate(5, seed=0, complexity="simple")]
+    assert goals != [t.goal for t in shipped.generate(5, seed=0, complexity="simple")]

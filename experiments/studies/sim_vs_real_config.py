@@ -209,6 +209,17 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def pin_recorded_tasks(cfg: DictConfig, real_run: Path) -> None:
+    """A recording's envs on the tasks it was made on: each family file the recording
+    carries (a family edited since would give other tasks under the same ids), as replay and
+    calibration read them. A run that is not a packed recording carries none."""
+    from planarena.experiments.run.recording import pinned_families
+
+    for env, family in pinned_families(real_run.parent).items():
+        if env in cfg.env:
+            cfg.env[env].path = str(family)
+
+
 def mirror_into(cfg: DictConfig) -> None:
     """Copy the real run's settings and the profile into the composed ``cfg`` in place."""
     block = OmegaConf.to_container(cfg.get(BLOCK) or {}, resolve=True)
@@ -219,6 +230,7 @@ def mirror_into(cfg: DictConfig) -> None:
     with open_dict(cfg):
         for key, value in mirrored(real).items():
             OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+        pin_recorded_tasks(cfg, real_run)
         cfg[BLOCK].real_run = str(real_run)
         cfg[BLOCK].profile = profile
         cfg.llm.skill = profile
