@@ -176,15 +176,34 @@ def _bare(value: Any) -> Any:
     return value
 
 
-def mirrored(real: Mapping[str, Any]) -> dict[str, Any]:
-    """The real run's values of :data:`MIRRORED` (dotted key -> value)."""
-    return {key: _bare(_get(real, key)) for key in MIRRORED}
+def mirrored(real: Mapping[str, Any], real_run: Path | None = None) -> dict[str, Any]:
+    """The real run's values of :data:`MIRRORED` (dotted key -> value); with ``real_run``,
+    its envs on the tasks it was made on (:func:`pinned_env`)."""
+    out = {key: _bare(_get(real, key)) for key in MIRRORED}
+    if real_run is not None and isinstance(out.get("env"), dict):
+        out["env"] = pinned_env(out["env"], real_run)
+    return out
 
 
-def mismatch(config: Mapping[str, Any], real: Mapping[str, Any]) -> str | None:
+def pinned_env(env: Mapping[str, Any], real_run: Path) -> dict[str, Any]:
+    """``env`` with each family file a recording carries in place of the shipped one (a
+    family edited since would give other tasks under the same ids), as replay and
+    calibration read them. A run that is not a packed recording carries none."""
+    from planarena.experiments.run.recording import pinned_families
+
+    out = copy.deepcopy(dict(env))
+    for name, family in pinned_families(real_run.parent).items():
+        if isinstance(out.get(name), dict):
+            out[name]["path"] = str(family)
+    return out
+
+
+def mismatch(
+    config: Mapping[str, Any], real: Mapping[str, Any], real_run: Path | None = None
+) -> str | None:
     """The first mirrored key whose value in the job's ``config`` differs from the real
-    run's, as one line, else None."""
-    want = mirrored(real)
+    run's (``real_run``: its envs pinned to its own family files), as one line, else None."""
+    want = mirrored(real, real_run)
     for key, value in want.items():
         have = _bare(_get(config, key))
         if isinstance(value, list) != isinstance(have, list) and key == "complexity":
@@ -209,17 +228,6 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def pin_recorded_tasks(cfg: DictConfig, real_run: Path) -> None:
-    """A recording's envs on the tasks it was made on: each family file the recording
-    carries (a family edited since would give other tasks under the same ids), as replay and
-    calibration read them. A run that is not a packed recording carries none."""
-    from planarena.experiments.run.recording import pinned_families
-
-    for env, family in pinned_families(real_run.parent).items():
-        if env in cfg.env:
-            cfg.env[env].path = str(family)
-
-
 def mirror_into(cfg: DictConfig) -> None:
     """Copy the real run's settings and the profile into the composed ``cfg`` in place."""
     block = OmegaConf.to_container(cfg.get(BLOCK) or {}, resolve=True)
@@ -228,9 +236,8 @@ def mirror_into(cfg: DictConfig) -> None:
     real = real_config(real_run)
     profile = profile_of(block, real_run)
     with open_dict(cfg):
-        for key, value in mirrored(real).items():
+        for key, value in mirrored(real, real_run).items():
             OmegaConf.update(cfg, key, value, merge=False, force_add=True)
-        pin_recorded_tasks(cfg, real_run)
         cfg[BLOCK].real_run = str(real_run)
         cfg[BLOCK].profile = profile
         cfg.llm.skill = profile
@@ -427,7 +434,7 @@ def check_config(config: Mapping[str, Any], s: Settings) -> dict[str, Any]:
     """The real run's config, after checking that the job's config runs the real run's
     episodes (a ValueError naming the first key that differs)."""
     real = real_config(s.real_run)
-    problem = mismatch(config, real)
+    problem = mismatch(config, real, s.real_run)
     if problem is not None:
         raise ValueError(f"{BLOCK}: {problem}")
     return real
