@@ -458,3 +458,15 @@ def test_a_recording_is_compared_on_the_tasks_it_was_made_on() -> None:
     goals = [t.goal for t in mirrored]
     assert goals == [t.goal for t in recorded.generate(5, seed=0, complexity="simple")]
     assert goals != [t.goal for t in shipped.generate(5, seed=0, complexity="simple")]
+
+
+def test_the_docs_result_is_rendered_from_its_shipped_run() -> None:
+    """docs/sim-vs-real.md's result on the shipped recording is a render of
+    docs/data/sim_vs_real/ (one run of the study), never pasted or typed."""
+    from planarena.experiments.studies.rendered_docs import pages
+    from planarena.experiments.studies.sim_vs_real_docs import SIM_VS_REAL
+
+    page = SIM_VS_REAL.path.read_text(encoding="utf-8")
+    assert "<!-- rendered: sim_vs_real -->" in page and "### Verdict" in page
+    assert SIM_VS_REAL.render(page) == page
+    assert SIM_VS_REAL in pages()

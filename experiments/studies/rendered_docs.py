@@ -6,7 +6,12 @@ and its data disagree.
 
 from __future__ import annotations
 
-from planarena.experiments.studies import decision_map_docs, seed_tables_docs, sensitivity_docs
+from planarena.experiments.studies import (
+    decision_map_docs,
+    seed_tables_docs,
+    sensitivity_docs,
+    sim_vs_real_docs,
+)
 from planarena.experiments.studies.rendered_blocks import Page
 
 
@@ -17,6 +22,7 @@ def pages() -> list[Page]:
         decision_map_docs.PLANNERS,
         seed_tables_docs.SEED_TABLES,
         sensitivity_docs.SENSITIVITY,
+        sim_vs_real_docs.SIM_VS_REAL,
     ]
 
 
