@@ -29,11 +29,9 @@ from planarena.experiments.records.identity import (
     LEGACY_PLAN_REVISION,
     RUN_FILE,
 )
+from planarena.experiments.records.recorded_families import FAMILIES, pinned_families
 
 RUN = "run"
-FAMILIES = "families"
-"""A recording's copies of the family files its envs were made from (``<env>.yaml``): a
-replay reads them, so a family edited since (a fixed task) leaves the recording replayable."""
 CACHE_ARCHIVE = "llm_cache.tar.xz"
 TRACES = "traces.jsonl.xz"
 RUN_FILES = ("episodes.jsonl", "run.json")
@@ -97,13 +95,6 @@ def family_files(run_dir: Path) -> dict[str, Path]:
         for env, spec in (config.get("env") or {}).items()
         if isinstance(spec, dict) and str(spec.get("_target_", "")).endswith("FamilyEnv")
     }
-
-
-def pinned_families(recording: Path) -> dict[str, Path]:
-    """The family files a recording carries (env name -> its copy): none before ``pack``
-    copied them (then the shipped files are taken as they are)."""
-    folder = recording / FAMILIES
-    return {p.stem: p.resolve() for p in sorted(folder.glob("*.yaml"))} if folder.is_dir() else {}
 
 
 @contextmanager

@@ -189,7 +189,7 @@ def pinned_env(env: Mapping[str, Any], real_run: Path) -> dict[str, Any]:
     """``env`` with each family file a recording carries in place of the shipped one (a
     family edited since would give other tasks under the same ids), as replay and
     calibration read them. A run that is not a packed recording carries none."""
-    from planarena.experiments.run.recording import pinned_families
+    from planarena.experiments.records.recorded_families import pinned_families
 
     out = copy.deepcopy(dict(env))
     for name, family in pinned_families(real_run.parent).items():
