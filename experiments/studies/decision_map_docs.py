@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from planarena.experiments.studies.length_trend import slope_text
 from planarena.experiments.studies.rendered_blocks import DOCS, Page
 
 DATA = DOCS / "data" / "decision_map"
@@ -56,9 +57,9 @@ def trend_table(data: Path = DATA) -> str:
     ]
 
     def slope(r: object, end: str) -> str:
-        mid, lo, hi = (float(getattr(r, f"{k}_{end}")) for k in ("slope_pp", "low_pp", "high_pp"))
-        text = f"{mid:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-        return f"**{text}**" if lo > 0 or hi < 0 else text
+        return slope_text(
+            *(float(getattr(r, f"{k}_{end}")) for k in ("slope_pp", "low_pp", "high_pp"))
+        )
 
     for r in both.itertuples():
         lines.append(
@@ -83,14 +84,14 @@ def recovery_ladder(data: Path = DATA) -> str:
         ladder = pd.read_csv(data / budget / "decision_map_ladder.csv")
         ladder = ladder[ladder["skill"] == "strong"]
         trend = pd.read_csv(data / budget / "decision_map_trend.csv")
-        t = trend[(trend["skill"] == "strong") & (trend["pair"] == "react-plan_execute_replan")]
+        mine = trend[(trend["skill"] == "strong") & (trend["pair"] == "react-plan_execute_replan")]
+        t = mine.iloc[0]
         cells = [  # the ladder has replanning minus ReAct, as shares
             f"{_points(-r[pair])} [{_points(-r[pair + '_high'])}, {_points(-r[pair + '_low'])}] "
             f"({r['n_tasks']})"
             for _, r in ladder.iterrows()
         ]
-        t = t.iloc[0]
-        slope = f"{t['slope_pp']:+.2f} [{t['low_pp']:+.2f}, {t['high_pp']:+.2f}]"
+        slope = slope_text(t["slope_pp"], t["low_pp"], t["high_pp"], bold=False)
         rows.append((budget, list(ladder["steps_bin"]), cells, slope))
     bins = rows[0][1]
     lines = [

@@ -109,6 +109,12 @@ def trend_table(
     return pd.DataFrame(rows)
 
 
+def slope_text(slope: float, low: float, high: float, *, bold: bool = True) -> str:
+    """``+1.80 [+1.11, +3.03]`` (points per step), bold when the interval excludes 0."""
+    text = f"{slope:+.2f} [{low:+.2f}, {high:+.2f}]"
+    return f"**{text}**" if bold and (low > 0 or high < 0) else text
+
+
 def markdown(table: pd.DataFrame) -> list[str]:
     """decision_map.md's section on the within-family trend."""
     if table.empty:
@@ -129,9 +135,7 @@ def markdown(table: pd.DataFrame) -> list[str]:
         if not r["cells"]:
             lines.append(f"| {r['skill']} | {r['pair']} | no family has two lengths | 0 | | |")
             continue
-        text = f"{r['slope_pp']:+.2f} [{r['low_pp']:+.2f}, {r['high_pp']:+.2f}]"
-        if r["low_pp"] > 0 or r["high_pp"] < 0:
-            text = f"**{text}**"
+        text = slope_text(r["slope_pp"], r["low_pp"], r["high_pp"])
         lines.append(
             f"| {r['skill']} | {r['pair']} | {text} | {r['cells']} | {r['families']} "
             f"({r['families_same_sign']}) | {r['steps_min']}-{r['steps_max']} |"
