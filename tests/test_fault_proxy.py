@@ -6,17 +6,12 @@ and a job killed with SIGKILL mid-request resumes without asking for a reply it 
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_server import FakeOpenAI
+from planarena.experiments.run.fault_drill import drill, records, report
 from planarena.experiments.run.fault_proxy import (
     FAULT_KINDS,
     FaultProxy,
@@ -106,42 +101,17 @@ def test_a_reply_without_usage_is_counted_and_says_so(
     assert "o200k" in record.tokenizer
 
 
-# --- whole jobs through the proxy -----------------------------------------------------------
+# --- whole jobs through the proxy (experiments/run/fault_drill.py) ---------------------------
+
+JOB = [
+    "llm=openai", "llm.model=fake", "llm.timeout_s=2.5", "env=[report,file]",
+    "planner=[react,plan_execute_replan]", "faults=none", "concurrency=8", "figures=false",
+]  # fmt: skip
 
 
-def _job(proxy: FaultProxy, run: Path, cache: Path, n_tasks: int) -> list[str]:
-    return [
-        sys.executable, "-m", "planarena.experiments.run.runner",
-        "llm=openai", f"llm.base_url={proxy.url}", "llm.model=fake", "llm.timeout_s=2.5",
-        f"llm.cache_dir={cache}", "env=[report,file]", "planner=[react,plan_execute_replan]",
-        f"n_tasks={n_tasks}", "faults=none", "progress=false", "concurrency=8", "figures=false",
-        f"hydra.run.dir={run}",
-    ]  # fmt: skip
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env.update(NO_PROXY="127.0.0.1,localhost", PYTHONPATH=str(ROOT))
-    return env
-
-
-def _records(run: Path) -> list[dict[str, object]]:
-    lines = (run / "episodes.jsonl").read_text().splitlines()
-    return [json.loads(x) for x in lines if x.strip()]
-
-
-def _settled(proxy: FaultProxy) -> int:
-    """The proxy's count of delivered replies once no request is in flight (it stops moving)."""
-    last, still = proxy.stats()["forwarded"], 0.0
-    while still < 1.0:
-        time.sleep(0.1)
-        now = proxy.stats()["forwarded"]
-        last, still = now, (still + 0.1 if now == last else 0.0)
-    return last
-
-
-def _entries(cache: Path) -> dict[Path, dict[str, object]]:
-    return {p: json.loads(p.read_text()) for p in cache.rglob("*.json")}
+@pytest.fixture(autouse=True)
+def _importable_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
 
 
 @pytest.mark.slow  # 204 episodes through every fault, resumed until done: about a minute
@@ -149,33 +119,15 @@ def test_a_job_through_every_fault_ends_with_each_episode_once_and_served_tokens
     upstream: str, proxies: list[FaultProxy], tmp_path: Path
 ) -> None:
     proxies.append(proxy := proxy_for(upstream, parse_rates("all=0.025"), slow_s=3.0))
-    run, cache = tmp_path / "run", tmp_path / "cache"
-    passes = []
-    for _ in range(8):
-        proc = subprocess.run(_job(proxy, run, cache, 17), capture_output=True, text=True,
-                              env=_env(), cwd=ROOT, timeout=300)  # fmt: skip
-        assert "Traceback" not in proc.stderr
-        rows = _records(run)
-        assert not [r for r in rows if r["failure_mode"] == "harness_error"]
-        passes.append(sum(r["failure_mode"] == "infrastructure_error" for r in rows))
-        assert proc.returncode == (1 if passes[-1] else 0), proc.stderr[-1500:]
-        if proc.returncode == 0:
-            break
-    rows = _records(run)
-    keys = [(r["planner"], r["env"], r["task_id"], r["trial"]) for r in rows]
-    assert len(keys) == len(set(keys)) == 2 * 2 * 3 * 17  # each episode recorded exactly once
-    assert passes[0] > 0 and passes[-1] == 0  # infrastructure errors happened, all rerun
-    stats = proxy.stats()
-    assert set(stats["injected"]) == set(FAULT_KINDS)
-    assert stats["retry_waits"] and stats["retry_after_honoured"] == len(stats["retry_waits"])
-    entries = list(_entries(cache).values())
-    assert len(entries) == stats["forwarded"]  # each reply delivered was stored once
-    with_usage = [e for e in entries if e["prompt_tokens"] is not None]
-    assert len(entries) - len(with_usage) == stats["hidden_usage_replies"]
-    assert sum(e["prompt_tokens"] for e in with_usage) == stats["served_prompt_tokens"]
-    assert sum(e["completion_tokens"] for e in with_usage) == stats["served_completion_tokens"]
-    print(f"fault proxy: {stats['requests']} requests, injected {stats['injected']}, "
-          f"infrastructure errors per pass {passes}")  # fmt: skip
+    result = drill(proxy, [*JOB, "n_tasks=17"], tmp_path, pass_timeout_s=300)
+    assert result.problems() == [], report(result)
+    assert result.episodes == 2 * 2 * 3 * 17
+    errors = [p.infrastructure_errors for p in result.passes]
+    assert errors[0] > 0 and errors[-1] == 0  # infrastructure errors happened, all rerun
+    assert set(result.proxy["injected"]) == set(FAULT_KINDS)
+    assert result.proxy["retry_waits"]
+    assert result.hidden_usage > 0 and result.cache_entries == result.delivered
+    print(report(result))
 
 
 @pytest.mark.slow  # a job killed mid-request, then resumed: about 20 s
@@ -184,29 +136,12 @@ def test_a_job_killed_mid_request_resumes_without_asking_a_cached_reply_again(
 ) -> None:
     server.delay_s = 0.2  # every reply takes a while: requests are in flight at the kill
     proxies.append(proxy := proxy_for(upstream, {}))
-    run, cache = tmp_path / "run", tmp_path / "cache"
-    cmd = _job(proxy, run, cache, 6)
-    proc = subprocess.Popen(cmd, env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    deadline = time.time() + 120
-    while proxy.stats()["forwarded"] < 40 and time.time() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)  # mid-request: eight are in flight
-    proc.wait(timeout=30)
-    asked_before = _settled(proxy)  # the killed job's last replies reach a closed socket
-    before = set(_entries(cache))
-    assert before
-    if (run / "episodes.jsonl").exists():
-        assert len(_records(run)) < 72
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300)
-    assert done.returncode == 0, done.stderr[-1500:]
-    rows = _records(run)
-    keys = [(r["planner"], r["env"], r["task_id"], r["trial"]) for r in rows]
-    assert len(keys) == len(set(keys)) == 72
-    new = set(_entries(cache)) - before
-    # every reply the resume was sent is a new entry: no request whose reply was cached
-    assert proxy.stats()["forwarded"] - asked_before == len(new)
-    assert any(r["cache_hits"] for r in rows)  # the killed job's replies were replayed
+    result = drill(proxy, [*JOB, "n_tasks=6"], tmp_path, kill_after=40, pass_timeout_s=300)
+    assert result.passes[0].killed and result.killed_after and result.killed_after >= 40
+    assert len(records(tmp_path / "run")) == 72 and result.problems() == [], report(result)
+    # every reply the resume was sent is a new cache entry: none it had cached was asked again
+    assert result.delivered == result.cache_entries
+    assert any(r["cache_hits"] for r in records(tmp_path / "run"))  # the kill's replies replayed
 
 
 # --- the job's side: fail-fast and client-side rate limits -----------------------------------
