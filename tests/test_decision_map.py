@@ -268,7 +268,8 @@ def test_the_docs_blocks_are_rendered_from_the_shipped_runs() -> None:
     """docs/decision-map.md's verdicts under both recovery budgets, the within-family length
     trend and auto's leave-one-family-out table are renders of docs/data/decision_map/,
     never typed."""
-    from planarena.experiments.studies.decision_map_docs import DECISION_MAP, PLANNERS
+    from planarena.experiments.studies.decision_map_docs import DECISION_MAP
+    from planarena.experiments.studies.planners_docs import PLANNERS
     from planarena.experiments.studies.rendered_docs import pages
 
     for page in (DECISION_MAP, PLANNERS):

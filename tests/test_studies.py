@@ -163,7 +163,7 @@ def test_a_study_spread_over_the_joblib_launcher_writes_the_same_analysis(tmp_pa
 def test_the_sensitivity_section_is_rendered_from_its_shipped_run() -> None:
     """docs/simulator.md's sensitivity verdicts are a render of docs/data/sensitivity/ (one
     run of experiment=sensitivity), never typed."""
-    from planarena.experiments.studies.sensitivity_docs import SENSITIVITY
+    from planarena.experiments.studies.simulator_docs import SIMULATOR as SENSITIVITY
 
     page = SENSITIVITY.path.read_text(encoding="utf-8")
     assert "<!-- rendered: sensitivity -->" in page

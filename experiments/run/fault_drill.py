@@ -42,6 +42,7 @@ class DrillPass:
     harness_errors: int
     seconds: float
     killed: bool = False
+    last_error: str = ""  # the job's last line on stderr when it stopped for another reason
 
 
 @dataclass
@@ -141,8 +142,10 @@ def run_pass(cmd: list[str], run: Path, timeout_s: float) -> DrillPass:
     if "Traceback" in proc.stderr:
         raise RuntimeError(f"the job raised:\n{proc.stderr[-2000:]}")
     modes = [r["failure_mode"] for r in records(run)]
+    said = [x for x in proc.stderr.splitlines() if x.strip()] if proc.returncode > 1 else []
     return DrillPass(proc.returncode, modes.count("infrastructure_error"),
-                     modes.count("harness_error"), time.monotonic() - start)  # fmt: skip
+                     modes.count("harness_error"), time.monotonic() - start,
+                     last_error=said[-1] if said else "")  # fmt: skip
 
 
 def drill(
@@ -218,6 +221,7 @@ def report(result: DrillResult) -> str:
         "passes: " + "; ".join(
             ("killed" if x.killed else f"exit {x.exit_status}")
             + f", {x.infrastructure_errors} infrastructure error(s), {x.seconds:.0f} s"
+            + (f" ({x.last_error})" if x.last_error else "")
             for x in result.passes
         ),
         f"episodes recorded {result.episodes}, distinct {result.distinct_episodes}",

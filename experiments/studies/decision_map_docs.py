@@ -107,4 +107,3 @@ DECISION_MAP = Page(
     DATA,
     {"recovery": recovery_table, "auto_lofo": lofo_table, "trend": trend_table},
 )
-PLANNERS = Page(DOCS / "planners.md", DATA, {"recovery_ladder": recovery_ladder})

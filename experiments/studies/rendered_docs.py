@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from planarena.experiments.studies import (
     decision_map_docs,
+    planners_docs,
     seed_tables_docs,
-    sensitivity_docs,
     sim_vs_real_docs,
+    simulator_docs,
 )
 from planarena.experiments.studies.rendered_blocks import Page
 
@@ -19,9 +20,9 @@ def pages() -> list[Page]:
     """Every rendered page."""
     return [
         decision_map_docs.DECISION_MAP,
-        decision_map_docs.PLANNERS,
+        planners_docs.PLANNERS,
         seed_tables_docs.SEED_TABLES,
-        sensitivity_docs.SENSITIVITY,
+        simulator_docs.SIMULATOR,
         sim_vs_real_docs.SIM_VS_REAL,
     ]
 

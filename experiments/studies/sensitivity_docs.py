@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planarena.experiments.studies.rendered_blocks import DOCS, Page, measured_by
+from planarena.experiments.studies.rendered_blocks import DOCS, measured_by
 
 DATA = DOCS / "data" / "sensitivity"
 FIRST, LAST = "## Verdicts", "## Design"
@@ -24,6 +24,3 @@ def verdicts(data: Path = DATA) -> str:
     body = text[text.index(FIRST) : text.index(LAST)].strip()
     body = "\n".join("#" + line if line.startswith("## ") else line for line in body.splitlines())
     return f"{measured_by(data, 'sensitivity')}\n\n{body}\n"
-
-
-SENSITIVITY = Page(DOCS / "simulator.md", DATA, {"sensitivity": verdicts})
