@@ -265,3 +265,25 @@ def test_a_command_ends_after_the_exit_hooks_of_threads_and_of_atexit(tmp_path: 
     )
     assert proc.returncode == 3 and proc.stdout == "done\n", proc.stderr
     assert log.read_text() == "thread hook\natexit\n"
+
+
+def test_a_rerun_with_nothing_to_do_shows_the_outputs_without_redoing_them(tmp_path: Path) -> None:
+    """A completed job run again prints what it printed, and leaves its outputs untouched;
+    a removed output, or the same records asked with another figures setting, is made again."""
+    args = ("n_tasks=1", "planner=react", "complexity=simple")
+    first = cli(tmp_path, *args)
+    summary = tmp_path / "summary.csv"
+    made = summary.stat().st_mtime_ns
+    again = cli(tmp_path, *args)
+    assert again.strip() == first.strip() and "Completion rate" in again
+    assert summary.stat().st_mtime_ns == made  # shown from the stamp, not recomputed
+    (tmp_path / "episodes.parquet").unlink()
+    cli(tmp_path, *args)
+    assert (tmp_path / "episodes.parquet").exists() and summary.stat().st_mtime_ns > made
+    cli(tmp_path, *args, "figures=true")  # the stamp was of figures=false: drawn now
+    assert any((tmp_path / "figures").glob("*.png"))
+    stamp = tmp_path / ".planarena.outputs.json"  # outputs made by other code (resume=force)
+    stamp.write_text(stamp.read_text().replace('"code": {', '"code": {"older": 1, ', 1))
+    made = summary.stat().st_mtime_ns
+    cli(tmp_path, *args, "figures=true")
+    assert summary.stat().st_mtime_ns > made

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import shlex
 import sys
@@ -37,6 +38,7 @@ from planarena.experiments.records import (
     INFRASTRUCTURE_ERROR,
     NOT_MEASURED,
     STATUS_FILE,
+    TRACES,
     RecordsError,
     RunDirError,
     RunLock,
@@ -176,6 +178,37 @@ def finish(
     return format_completion_table(summary), df
 
 
+OUTPUTS_STAMP = ".planarena.outputs.json"
+"""What a completed job's tables, figures and study were made from, and what it printed: a
+rerun that runs nothing, of the same records, config, code and figures setting, prints that
+again instead of redrawing (a no-op rerun starts and ends in about a second)."""
+
+
+def records_state(out_dir: Path) -> list[list[int]]:
+    """Size and modification time of the records and traces: any write changes them."""
+    state = []
+    for name in (EPISODES, TRACES):
+        path = out_dir / name
+        st = path.stat() if path.exists() else None
+        state.append([st.st_size, st.st_mtime_ns] if st else [0, 0])
+    return state
+
+
+def current_outputs(out_dir: Path, stamp: dict[str, Any]) -> str | None:
+    """What the job printed when its outputs were made from exactly ``stamp``, or None (no
+    stamp, another stamp, or an output since removed)."""
+    try:
+        saved = json.loads((out_dir / OUTPUTS_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if {k: saved.get(k) for k in stamp} != json.loads(json.dumps(stamp)):
+        return None
+    needed = ["episodes.parquet", "summary.csv", *(["figures"] if stamp["figures"] else [])]
+    if not all((out_dir / name).exists() for name in needed):
+        return None
+    return str(saved.get("shown", ""))
+
+
 _NOT_MEASURED_WHY = {
     "harness_error": "errors of the harness or of a planner's code, see traces.jsonl",
     INFRASTRUCTURE_ERROR: "the LLM endpoint failed, not the agent; left out of the tables",
@@ -268,22 +301,33 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         prepared = prepare(cfg, container)
         out_dir.mkdir(parents=True, exist_ok=True)
         lock = RunLock(out_dir)
+        claimed: list[str] = []
+
+        def on_claim(config_id: str) -> None:
+            claimed.append(config_id)
+            save_hydra_files(out_dir, cfg)
+
+        before = records_state(out_dir)
         try:
-            run(
-                cfg,
-                out_dir,
-                prepared=prepared,
-                lock=lock,
-                on_claim=lambda _: save_hydra_files(out_dir, cfg),
-            )
+            run(cfg, out_dir, prepared=prepared, lock=lock, on_claim=on_claim)
         except CostCapReached as exc:  # a clean stop: the records written are complete
             capped = exc
+        figures = cfg.get("figures")
+        draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them
+        stamp = {
+            "records": records_state(out_dir),
+            "config_id": claimed[-1] if claimed else None,
+            "code": prepared.code(),
+            "figures": draw,
+        }
+        shown = current_outputs(out_dir, stamp) if stamp["records"] == before else None
+        if capped is None and shown is not None:
+            print(shown)  # nothing ran and the outputs are of these records: shown, not redone
+            return 0, ""
         reference = prepared.cells[0]
         del prepared  # the jobs and their tasks (1-2 KB each): the tables read the records
         caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
-        figures = cfg.get("figures")
-        draw = bool(figures) if figures is not None else not in_sweep  # the aggregate draws them
         table, df = finish(
             out_dir, int(cfg.seed), list(cfg.planner), figures=draw, reference_cell=reference
         )
@@ -306,17 +350,22 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         completion_heading,  # pandas: loaded once records exist
     )
 
-    print(f"\n{completion_heading(measured(df))} — {out_dir}\n{table}")
-    print("\n" + headline(measured(df), out_dir, seed=int(cfg.seed)))
+    shown = [
+        f"\n{completion_heading(measured(df))} — {out_dir}\n{table}",
+        "\n" + headline(measured(df), out_dir, seed=int(cfg.seed)),
+    ]
     name = cfg.get("study")
     if name and int(cfg.get("shards", 1)) > 1:  # one shard's cells: the sweep renders them all
-        print(
+        shown.append(
             f"\nstudy {name}: shard {cfg.shard} of {cfg.shards}; the sweep's aggregate (or "
             "planarena-report on the sweep dir) writes the study from every shard's records"
         )
     elif name:  # the study's own analysis, from the run's records alone
-        print("\n" + render_study(out_dir, canonical(config_of(cfg)), out_dir))
+        shown.append("\n" + render_study(out_dir, canonical(config_of(cfg)), out_dir))
+    print("\n".join(shown))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()
+    if capped is None and not errors:  # a rerun with nothing to do shows these again
+        write_json_atomic(out_dir / OUTPUTS_STAMP, {**stamp, "shown": "\n".join(shown)})
     if capped is not None:
         also = f"; {harness_error_summary(df)}" if errors else ""
         return 5, f"planarena: stopped: {capped}{also}"
