@@ -794,6 +794,10 @@ def test_an_unreachable_endpoint_stops_the_job(reference: Path) -> None:
         guard.check(dead)  # first_n in a row: the endpoint went away mid-run
     with pytest.raises(InfrastructureError, match="APIConnectionError"):
         FailFast(first_n=3).check(dead)  # it never answered: gone
+    reached = FailFast(first_n=3, answered=True)  # the preflight's GET /models was answered
+    reached.check(dead), reached.check(dead)  # a faulty server's first replies: flaky
+    with pytest.raises(InfrastructureError, match="APIConnectionError"):
+        reached.check(dead)
     guard = FailFast(first_n=3)
     guard.check(error)
     guard.check(error)

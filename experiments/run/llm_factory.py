@@ -316,12 +316,13 @@ even for ``GET /models`` (one on 2 shared cores missed 5 s and ended eight jobs 
 recording in a row)."""
 
 
-def preflight(cfg: Mapping[str, Any], timeout_s: float | None = None) -> None:
+def preflight(cfg: Mapping[str, Any], timeout_s: float | None = None) -> bool:
     """One cheap request (``GET /models``) to a real endpoint before any episode: an endpoint
     that cannot be reached or rejects the key raises :class:`InfrastructureError`. Any other
-    answer (even a 404 or 501 from a server without that route) shows the server is there."""
+    answer (even a 404 or 501 from a server without that route) shows the server is there;
+    returns whether a server answered (False: nothing to reach)."""
     if cfg.get("backend", "sim") != "openai" or cfg.get("offline"):
-        return  # the simulator, or a replay from the response cache: nothing to reach
+        return False  # the simulator, or a replay from the response cache: nothing to reach
     import openai
 
     if timeout_s is None:
@@ -339,12 +340,13 @@ def preflight(cfg: Mapping[str, Any], timeout_s: float | None = None) -> None:
             f"(HTTP {exc.status_code})"
         ) from None
     except openai.APIStatusError:
-        return  # the server answered: reachable
+        return True  # the server answered: reachable
     except (openai.APIConnectionError, openai.APITimeoutError) as exc:
         cause = exc.__cause__ or exc
         raise InfrastructureError(f"cannot reach llm.base_url={where}: {cause}") from None
     finally:
         client.close()
+    return True
 
 
 INFRASTRUCTURE_ERRORS = (

@@ -101,14 +101,18 @@ class FailFast:
     reached, times out, or refuses the key: :data:`INFRASTRUCTURE_ERRORS`) before it answered
     any request of the job, or in ``first_n`` episodes in a row after it did; or when
     the first ``first_n`` episodes all end in the same harness or infrastructure error (a bad
-    value that raises in every episode, a model name the server does not serve)."""
+    value that raises in every episode, a model name the server does not serve).
 
-    def __init__(self, first_n: int) -> None:
+    ``answered``: the endpoint already answered this job's preflight. A slow or faulty
+    server's first chat reply can then be the first to fail without the server being gone
+    (a fault drill against llama.cpp stopped a resume on one injected timeout)."""
+
+    def __init__(self, first_n: int, *, answered: bool = False) -> None:
         self.first_n = first_n
         self.errors: list[str] = []
         self.any_clean = False
         self.unreachable_run = 0  # unreachable-endpoint episodes since the last clean one
-        self.answered = False  # the endpoint answered a request of this job
+        self.answered = answered  # the endpoint answered a request of this job
 
     def check(self, record: EpisodeRecord | Finished) -> None:
         self.answered = self.answered or int(getattr(record, "llm_requests", 0) or 0) > 0
@@ -141,9 +145,11 @@ async def run_jobs(
     contexts: Sequence[EpisodeContext],
     out_dir: Path,
     spent_usd: float = 0.0,
+    *,
+    endpoint_answered: bool = False,
 ) -> int:
     """Runs ``jobs`` (each under its cell's context), appending their records; returns how
-    many were written.
+    many were written (``endpoint_answered``: the preflight reached it; :class:`FailFast`).
 
     With ``budget.max_cost_usd`` the job's cost (``spent_usd`` already recorded, then each
     episode in job order) is capped (:mod:`planarena.experiments.run.cost_cap`); reaching it
@@ -162,7 +168,7 @@ async def run_jobs(
         out_dir / TRACES if cfg.write_traces else None,
         jobs.positions,
     )
-    guard = FailFast(int(cfg.get("fail_fast", 5) or 0))
+    guard = FailFast(int(cfg.get("fail_fast", 5) or 0), answered=endpoint_answered)
     n_workers = episode_workers(cfg, backend_kind, capped=ledger is not None, n_jobs=len(jobs))
     semaphore = asyncio.Semaphore(int(cfg.concurrency))
     bar = _progress(len(jobs), bool(cfg.progress))

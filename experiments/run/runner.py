@@ -100,6 +100,7 @@ def run(
     prepared: Prepared | None = None,
     lock: RunLock | None = None,
     on_claim: Callable[[str], None] | None = None,
+    endpoint_answered: bool = False,
 ) -> Path:
     """Run the configured sweep into ``out_dir``; returns the episodes file.
 
@@ -135,7 +136,9 @@ def run(
                 file=sys.stderr,
             )
         contexts = with_config_id(prepared.contexts, config_id)
-        asyncio.run(run_jobs(cfg, todo, contexts, out_dir, spent_usd))
+        asyncio.run(
+            run_jobs(cfg, todo, contexts, out_dir, spent_usd, endpoint_answered=endpoint_answered)
+        )
     finally:
         if own_lock:
             held.release()
@@ -297,7 +300,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
 
             print(estimate(cfg, prepare(cfg, container)))
             return 0, ""
-        preflight(container["llm"])  # a dead endpoint stops the job before anything is built
+        reached = preflight(container["llm"])  # a dead endpoint stops the job before it starts
         prepared = prepare(cfg, container)
         out_dir.mkdir(parents=True, exist_ok=True)
         lock = RunLock(out_dir)
@@ -309,7 +312,10 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
 
         before = records_state(out_dir)
         try:
-            run(cfg, out_dir, prepared=prepared, lock=lock, on_claim=on_claim)
+            run(
+                cfg, out_dir, prepared=prepared, lock=lock, on_claim=on_claim,
+                endpoint_answered=reached,
+            )  # fmt: skip
         except CostCapReached as exc:  # a clean stop: the records written are complete
             capped = exc
         figures = cfg.get("figures")
