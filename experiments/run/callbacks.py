@@ -22,7 +22,6 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from planarena.experiments.records import EPISODES, RUN_FILE, STATUS_FILE
-from planarena.experiments.studies.report import shared_study, write_study
 
 UNCLEAN = ("harness_errors", "infrastructure_errors", "cost_cap")
 """Statuses of jobs whose records are valid but incomplete: aggregated, named, exit 1."""
@@ -77,6 +76,8 @@ class AggregateSweep(Callback):
         failed, recorded harness or infrastructure errors, or stopped at its cost cap."""
         if config.get("dry_run"):  # every job printed its estimate; nothing to aggregate
             return
+        from planarena.experiments.studies.report import shared_study, write_study
+
         sweep_dir = Path(str(config.hydra.sweep.dir))
         finished, failed = job_outcomes(sweep_dir)
         for d, why in failed.items():

@@ -31,7 +31,6 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from planarena.envs import caches
-from planarena.experiments.analysis.headline import headline
 from planarena.experiments.analysis.report_html import write_report_html
 from planarena.experiments.records import (
     EPISODES,
@@ -64,7 +63,6 @@ from planarena.experiments.run.overrides import (
 from planarena.experiments.run.plugins import discover, with_plugin_searchpath
 from planarena.experiments.run.prepare import Prepared, prepare, validate, with_config_id
 from planarena.experiments.studies.registry import canonical
-from planarena.experiments.studies.report import render_study
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -352,6 +350,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
     finally:
         if lock is not None:
             lock.release()
+    from planarena.experiments.analysis.headline import headline  # pandas: records exist
     from planarena.experiments.analysis.tables import (
         completion_heading,  # pandas: loaded once records exist
     )
@@ -367,6 +366,8 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             "planarena-report on the sweep dir) writes the study from every shard's records"
         )
     elif name:  # the study's own analysis, from the run's records alone
+        from planarena.experiments.studies.report import render_study
+
         shown.append("\n" + render_study(out_dir, canonical(config_of(cfg)), out_dir))
     print("\n".join(shown))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()

@@ -19,9 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is loaded by the studies, not by every job that imports this
+    import pandas as pd
 
 ENTRY_POINT_GROUP = "planarena.studies"
 """Entry-point group whose modules register studies from outside planarena."""
