@@ -273,3 +273,17 @@ def test_the_checker_reports_an_upward_import_an_old_name_and_a_cycle(tmp_path: 
         "planarena.planners.b" in c and "planners/c.py:2: from . import b" in c for c in cycles
     )
     assert any("experiments/records/store.py:2" in c for c in cycles)
+
+
+def test_the_command_line_does_not_load_the_analysis_stack_before_it_needs_it() -> None:
+    """Start-up: the runner, and Hydra's sweep callback, import no pandas or matplotlib at
+    module level (a no-op rerun prints its stored outputs without them)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, planarena.experiments.run.runner, planarena.experiments.run.callbacks; "
+        "print(sorted(m for m in ('pandas', 'matplotlib', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
