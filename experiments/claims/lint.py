@@ -2,8 +2,8 @@
 registered claim behind them.
 
 A sentence is a *finding* when it names a planner (or a family of them) and compares it (more,
-fewer, wins, leads, trails, cheaper, faster, the most, ...). A finding may stand in the docs
-only where its numbers are not typed:
+fewer, wins, leads, trails, cheaper, faster, stronger, the most, ...). A finding may stand in
+the docs only where its numbers are not typed:
 
 - on a page rendered from a study's output (its first lines say ``do not edit by hand``), or
   between ``<!-- rendered: ... -->`` and ``<!-- /rendered -->``;
@@ -36,7 +36,8 @@ PLANNER_WORDS = re.compile(
 COMPARISON = re.compile(
     r"\b(wins?|won|beats?|leads?|outperforms?|trails?|complete[sd]? (?:more|fewer|less|the most)|"
     r"more than|fewer than|cheaper|faster|slower|better than|worse than|(?:is|was|are) the best|"
-    r"ahead of|behind|dominates?|separably (?:ahead|behind|better|worse))\b"
+    r"ahead of|behind|dominates?|separably (?:ahead|behind|better|worse)|stronger|weaker|"
+    r"recovers? (?:more|less)|higher completion|lower completion)\b"
 )
 CLAIM_REF = re.compile(r"\(claims? `([a-z0-9_]+)`")
 RENDERED_PAGE = "do not edit by hand"
