@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -236,6 +237,70 @@ def instructions_per_episode() -> list[dict[str, object]]:
     return rows
 
 
+def instructions_per_planner(planners: Sequence[str]) -> list[dict[str, object]]:
+    """Each planner's instructions per episode on the default envs and complexities (the
+    difference of ``n_tasks=1`` and ``3``, as :func:`instructions_per_episode`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = []
+    for planner in planners:
+        with ThreadPoolExecutor(2) as pool:
+            (i_a, n_a), (i_b, n_b) = pool.map(
+                _instructions, [(f"planner={planner}", f"n_tasks={n}") for n in (1, 3)]
+            )
+        rows.append(
+            {
+                "planner": planner,
+                "episodes counted": n_b - n_a,
+                "M instructions / episode": round((i_b - i_a) / (n_b - n_a) / 1e6, 2),
+            }
+        )
+    return rows
+
+
+STARTUP_JOB = ("planner=react", "env=report", "complexity=simple", "n_tasks=10")
+"""The small job whose start-up :func:`startup` measures (default figures on)."""
+
+
+def _timed(cmd: Sequence[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process tree) of one command."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed with status {status}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def startup(repeats: int = 3) -> list[dict[str, object]]:
+    """Median wall and CPU seconds of what a user waits for before any episode matters:
+    ``planarena --help``, a 10-episode job from scratch, and the same command again with
+    nothing left to do."""
+    runner = [sys.executable, "-m", "planarena.experiments.run.runner", "progress=false"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = [_timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run{i}"])
+                 for i in range(repeats)]  # fmt: skip
+        again = [_timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run0"])
+                 for _ in range(repeats)]  # fmt: skip
+    helped = [_timed([sys.executable, "-m", "planarena.experiments.run.runner", "--help"])
+              for _ in range(repeats)]  # fmt: skip
+    for what, times in (
+        ("`planarena --help`", helped),
+        (f"`planarena {' '.join(STARTUP_JOB)}` (10 episodes, figures)", fresh),
+        ("the same command again (nothing to do)", again),
+    ):
+        rows.append(
+            {
+                "command": what,
+                "wall s (median)": round(statistics.median(t[0] for t in times), 2),
+                "CPU s (median)": round(statistics.median(t[1] for t in times), 2),
+            }
+        )
+    return rows
+
+
 def markdown(rows: list[dict[str, object]]) -> str:
     keys = list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
@@ -274,7 +339,20 @@ def main() -> None:
         action="store_true",
         help="also count the CPU instructions an episode costs (valgrind; a few minutes)",
     )
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="also time --help, a 10-episode job and its no-op rerun (median of 3)",
+    )
+    parser.add_argument(
+        "--instructions-per-planner",
+        action="store_true",
+        help="callgrind each default planner on its own (two jobs per planner; slow)",
+    )
     args = parser.parse_args()
+    if args.startup:
+        print("\n## Start-up (fresh processes; median of 3)\n")
+        print(markdown(startup()))
     if args.n:
         print(f"## In-process throughput ({args.n} episodes per cell, faults=default, strong)\n")
         print(markdown(per_planner(args.n, args.seed)))
@@ -287,6 +365,9 @@ def main() -> None:
     if args.instructions:
         print("\n## CPU instructions per episode (callgrind; the same on any day)\n")
         print(markdown(instructions_per_episode()))
+    if args.instructions_per_planner:
+        print("\n## CPU instructions per episode, per planner (callgrind)\n")
+        print(markdown(instructions_per_planner(PLANNERS)))
 
 
 if __name__ == "__main__":
