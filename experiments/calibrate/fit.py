@@ -229,9 +229,15 @@ def _static(c: Choices) -> _Static:
     action, step = c.ctype == CTYPES["action"], c.ctype == CTYPES["step"]
     line, persist = c.ctype == CTYPES["line"], c.ctype == CTYPES["persist"]
     # a wrong call that runs is on offer to a confused belief wherever the model made one (an
-    # env whose only other tools are the step's fallback and trap has none for the simulator)
+    # env whose only other tools are the step's fallback and trap has none for the simulator),
+    # but only at a step still to take (where ``invented`` is on offer): where the model
+    # believes the work done (its answer the one option) or the goal unreachable, the
+    # simulator offers no other call (``Decider._action_options`` returns before it). Else
+    # any w_other > 0 gave a reading that saw the work done all of err * systematic_share
+    # for a tool call, and the fit took w_other ~1e-6 to explain tool calls by readings that
+    # missed a sign (p_miss_signal 0.62 [0.59, 1.00] against a true 0.5)
     with_other = a.copy()
-    with_other[:, IX["other"]] = 1.0
+    with_other[:, IX["other"]] = a[:, IX["invented"]]
 
     def mistakes(kinds: dict[str, str], rows: np.ndarray) -> np.ndarray:
         cols = np.zeros(len(KINDS))
