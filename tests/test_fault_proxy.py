@@ -6,6 +6,7 @@ and a job killed with SIGKILL mid-request resumes without asking for a reply it 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,6 +89,22 @@ def test_retry_after_is_waited_for_in_both_forms_and_the_retry_succeeds(
     assert stats["injected"].keys() == rates.keys()
     assert len(stats["retry_waits"]) == 2 * record.llm_calls
     assert stats["retry_after_honoured"] == len(stats["retry_waits"])
+
+
+def test_a_reply_the_client_stopped_waiting_for_is_not_counted_as_served(
+    server: FakeOpenAI, upstream: str, proxies: list[FaultProxy]
+) -> None:
+    """No fault injected, but the server takes longer than the client's timeout: the proxy
+    writes the reply to a closed connection and must not count its tokens as served (a
+    real server's slow reply did, in the drill against llama.cpp: 2 of 379)."""
+    server.delay_s = 1.5
+    proxies.append(proxy := proxy_for(upstream, {}))
+    record, trace = episode(proxy.url, "react", timeout_s=0.5)
+    assert_infrastructure(record, trace, "APITimeoutError")
+    time.sleep(1.5)  # the upstream answers after the client left
+    stats = proxy.stats()
+    assert stats["abandoned"] == 1 and stats["forwarded"] == 0
+    assert stats["served_prompt_tokens"] == stats["served_completion_tokens"] == 0
 
 
 def test_a_reply_without_usage_is_counted_and_says_so(

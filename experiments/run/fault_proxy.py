@@ -21,8 +21,10 @@ The fault of a request is drawn from the seed, the digest of the request's body 
 times that body arrived before (its attempt): a retry draws again, and the schedule does not
 depend on the order in which concurrent requests arrive. ``GET /_proxy/stats`` (and
 :meth:`FaultProxy.stats`) reports the injected counts per kind, the tokens the upstream served
-in replies that reached the client intact, and for every 429 the wait before the same request
-came back (bodies that several episodes sent are left out: whose retry it is cannot be told).
+in replies that reached the client intact (a reply whose client had already hung up, a slow
+one or a slow server's, is ``abandoned`` instead), and for every 429 the wait before the same
+request came back (bodies that several episodes sent are left out: whose retry it is cannot be
+told).
 Run it as ``python -m planarena.experiments.run.fault_proxy --upstream URL``.
 """
 
@@ -96,6 +98,7 @@ class _Stats:
     served_prompt_tokens: int = 0  # usage of upstream replies that reached the client whole
     served_completion_tokens: int = 0
     hidden_usage_replies: int = 0  # replies delivered with their usage removed
+    abandoned: int = 0  # upstream replies whose client had hung up (timed out) before them
     retry_waits: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -135,6 +138,7 @@ class FaultProxy:
                 "served_prompt_tokens": s.served_prompt_tokens,
                 "served_completion_tokens": s.served_completion_tokens,
                 "hidden_usage_replies": s.hidden_usage_replies,
+                "abandoned": s.abandoned,
                 "retry_waits": waits,
                 "retry_after_honoured": sum(w["waited_s"] >= w["asked_s"] - 0.05 for w in waits),
             }
@@ -181,7 +185,7 @@ class FaultProxy:
             if method == "GET" and path == "/_proxy/stats":
                 await _write(writer, 200, json.dumps(self.stats()).encode())
                 return
-            await self._answer(writer, method, path, lines[1:], body)
+            await self._answer(reader, writer, method, path, lines[1:], body)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             pass
         finally:
@@ -190,6 +194,7 @@ class FaultProxy:
 
     async def _answer(
         self,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         method: str,
         path: str,
@@ -230,8 +235,14 @@ class FaultProxy:
                 if fault == "no_usage" and usage is not None:
                     del payload["usage"]
                     reply = json.dumps(payload).encode()
+        # a client that timed out has closed its end: its reply is written to no one (a slow
+        # server's reply, not only an injected slow one), and is not counted as delivered
+        gone = reader.at_eof()
         await _write(writer, status, reply)
-        if chat and status == 200 and fault != "slow":  # a slow reply's client has given up
+        if chat and status == 200 and gone:
+            with self._lock:
+                self._stats.abandoned += 1
+        elif chat and status == 200:
             with self._lock:
                 self._stats.forwarded += 1
                 if fault == "no_usage":
