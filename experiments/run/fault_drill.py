@@ -216,7 +216,8 @@ def report(result: DrillResult) -> str:
     if result.killed_after is not None:
         scope = f"killed after {result.killed_after} replies; the resumes"
     lines = [
-        f"requests {p.get('requests')}, replies delivered {p.get('forwarded')}",
+        f"requests {p.get('requests')}, replies delivered {p.get('forwarded')}, written to a "
+        f"client that had hung up {p.get('abandoned')}",
         f"injected: {json.dumps(p.get('injected', {}))}",
         "passes: " + "; ".join(
             ("killed" if x.killed else f"exit {x.exit_status}")
