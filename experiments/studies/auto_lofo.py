@@ -1,7 +1,8 @@
 """``planner=auto`` judged out of distribution: leave one family out.
 
-The shipped map is measured on the same six families ``auto`` is then run on, and its most
-specific entries key on the number of tools, which names a pair of families. Here, for each
+The shipped map is measured on the same six families ``auto`` is then run on (and the one
+shipped now, from before the study's ladder dropped it, still keys its most specific entries
+on the number of tools, which names a pair of families). Here, for each
 family in turn, the map is rebuilt from a decision-map run's records of the *other* families
 with only features any new toolset has (the goal's entity count and declared dependencies,
 the model profile; never ``tools``), and auto's choice on each held-out task is scored with the
@@ -29,11 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from planarena.experiments.analysis.stats import derive_seed
-from planarena.experiments.studies.decision_map import auto_map, task_table, with_tasks
+from planarena.experiments.studies.decision_map import (
+    FEATURE_LADDER,
+    auto_map,
+    task_table,
+    with_tasks,
+)
 from planarena.experiments.studies.decision_map_core import Settings
 
-LADDER = (("items_bin", "deps"), ())
-"""Features a toolset never seen has: no ``tools``."""
+LADDER = FEATURE_LADDER
+"""Features a toolset never seen has: no ``tools`` (the study's own ladder)."""
 
 
 def _units(part: pd.DataFrame) -> pd.DataFrame:

@@ -279,13 +279,11 @@ def choose_group(
     return choice, why, {"completion": rate, "cost_per_completed": cost[choice], "leader": leader}
 
 
-FEATURE_LADDER: tuple[tuple[str, ...], ...] = (
-    ("tools", "items_bin", "deps"),
-    ("items_bin", "deps"),
-    (),
-)
-"""The map's groupings, most specific first (``tools`` names the family pairs it was
-measured on; a map for unseen toolsets leaves it out: :mod:`.auto_lofo`)."""
+FEATURE_LADDER: tuple[tuple[str, ...], ...] = (("items_bin", "deps"), ())
+"""The map's groupings, most specific first: features any toolset has (the goal's entity
+bucket and declared dependencies). Not the tool count: on the shipped families it names a pair
+of families, so a map keyed on it is a lookup of the families it was measured on
+(:mod:`.auto_lofo` scores this ladder on a family left out)."""
 
 
 def auto_map(
@@ -297,7 +295,7 @@ def auto_map(
 ) -> dict[str, Any]:
     """``decision_map.json``: per model skill (the grid's cells, fault rates pooled: auto
     cannot see the fault rate) and per budget (its cells, at strong skill), entries from the
-    most specific (tools, entity bucket, declared dependencies) to the whole skill."""
+    most specific (entity bucket, declared dependencies) to the whole skill."""
     from planarena.planners.auto import MAP_FORMAT, items_bin
 
     confidence = 1.0 - s.alpha
