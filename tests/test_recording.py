@@ -59,6 +59,7 @@ def test_a_packed_recording_replays_offline_with_no_request_and_the_same_records
     assert asked > 0
     n = recording.pack(tmp_path / "run", tmp_path / "cache", tmp_path / "rec")
     assert n == len(list((tmp_path / "cache").rglob("*.json")))
+    assert not (tmp_path / "rec" / "decision_map.json").exists()  # no auto, no map
     server.shutdown()  # nothing to answer a request: a replay must not need one
     replayed = recording.replay(tmp_path / "rec", tmp_path / "again")
     assert server.requests == asked
@@ -70,6 +71,26 @@ def test_a_packed_recording_replays_offline_with_no_request_and_the_same_records
     subset = recording.replay(tmp_path / "rec", tmp_path / "subset", ["planner=[plan_execute]"])
     assert [r["planner"] for r in subset] == ["plan_execute"] * 2
     assert recording.differences(recorded, subset, ignore=("config_id",)) == []
+
+
+def test_the_map_auto_ran_with_is_the_one_packed(tmp_path: Path) -> None:
+    """A run with auto names the map it chose from: its ``map_path``, else the shipped one."""
+    import json
+
+    from planarena.planners.auto import SHIPPED_MAP
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for planner, want in (
+        ({"react": {}}, None),
+        ({"auto": {"map_path": None}}, SHIPPED_MAP),
+        (
+            {"auto": {"map_path": "/elsewhere/decision_map.json"}},
+            Path("/elsewhere/decision_map.json"),
+        ),
+    ):
+        (run / "run.json").write_text(json.dumps({"config": {"planner": planner}}))
+        assert recording.auto_map(run) == want
 
 
 def test_a_changed_record_is_reported_as_a_difference() -> None:

@@ -42,6 +42,40 @@ def test_a_subset_of_the_shipped_recording_replays_exactly(tmp_path: Path) -> No
     _check(replayed, ignore=("config_id",))
 
 
+def test_auto_replays_with_the_map_the_recording_carries(tmp_path: Path) -> None:
+    """auto chooses from the decision map copied in at packing, not the shipped one (a map
+    reinstalled since would choose other strategies and ask for replies never recorded):
+    the recording replays exactly with its map, and differs when its map is swapped."""
+    import json
+    import shutil
+
+    from planarena.experiments.records.recorded_families import DECISION_MAP
+
+    subset = ["planner=[auto]", "env=report", "complexity=simple"]
+    assert any(
+        p.startswith("++planner.auto.map_path=")
+        for p in recording.family_pins(
+            RECORDING, [*recording.recorded_overrides(RECORDING), *subset]
+        )
+    )
+    assert not any(
+        "planner.auto" in p
+        for p in recording.family_pins(
+            RECORDING, [*recording.recorded_overrides(RECORDING), "planner=[react]"]
+        )
+    )
+    _check(recording.replay(RECORDING, tmp_path / "replay", subset), ignore=("config_id",))
+    swapped = tmp_path / "swapped"
+    shutil.copytree(RECORDING, swapped)
+    other = json.loads((RECORDING / DECISION_MAP).read_text())
+    other.update(entries=[], fallback="reflexion")
+    (swapped / DECISION_MAP).write_text(json.dumps(other))
+    replayed = recording.replay(swapped, tmp_path / "other", subset)
+    assert {r["auto_choice"] for r in replayed} == {"reflexion"}
+    recorded = recording.recorded_episodes(RECORDING)
+    assert recording.differences(recorded, replayed, ("config_id",))
+
+
 @pytest.mark.slow  # every planner, every cell: about a minute
 def test_the_whole_shipped_recording_replays_exactly(tmp_path: Path) -> None:
     replayed = recording.replay(RECORDING, tmp_path / "replay")

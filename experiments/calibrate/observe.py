@@ -174,6 +174,9 @@ def load_config(run_dir: Path, cache: str | None = None) -> Any:
     for env, family in recording.pinned_families(run_dir.parent).items():
         if env in (cfg.get("env") or {}):  # a recording's envs as it was made
             cfg.env[env].path = str(family)
+    chosen_with = recording.pinned_map(run_dir.parent)
+    if chosen_with is not None and "auto" in (cfg.get("planner") or {}):
+        cfg.planner.auto.map_path = str(chosen_with)  # the map auto chose with when recorded
     if cache is not None:
         if cfg.llm.get("backend", "sim") != "openai":
             raise RunDirError(f"{run_dir}: --cache is for a real-model run (this one is sim)")

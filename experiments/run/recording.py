@@ -29,7 +29,12 @@ from planarena.experiments.records.identity import (
     LEGACY_PLAN_REVISION,
     RUN_FILE,
 )
-from planarena.experiments.records.recorded_families import FAMILIES, pinned_families
+from planarena.experiments.records.recorded_families import (
+    DECISION_MAP,
+    FAMILIES,
+    pinned_families,
+    pinned_map,
+)
 
 RUN = "run"
 CACHE_ARCHIVE = "llm_cache.tar.xz"
@@ -82,14 +87,36 @@ def pack(run_dir: Path, cache: Path, dest: Path) -> int:
     for env, source in family_files(run_dir).items():
         (dest / FAMILIES).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest / FAMILIES / f"{env}.yaml")
+    chosen_with = auto_map(run_dir)
+    if chosen_with is not None:
+        shutil.copyfile(chosen_with, dest / DECISION_MAP)
     return _archive(cache, dest / CACHE_ARCHIVE)
+
+
+def _run_config(run_dir: Path) -> dict[str, object]:
+    """The resolved config a run recorded in its run.json (empty when it has none)."""
+    try:
+        return json.loads((run_dir / RUN_FILE).read_text()).get("config") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def auto_map(run_dir: Path) -> Path | None:
+    """The decision map ``auto`` chose with in the run (its ``map_path``, else the shipped
+    map), or None when the run had no auto."""
+    from planarena.planners.auto import SHIPPED_MAP
+
+    auto = (_run_config(run_dir).get("planner") or {}).get("auto")
+    if not isinstance(auto, dict):
+        return None
+    return Path(auto["map_path"]) if auto.get("map_path") else SHIPPED_MAP
 
 
 def family_files(run_dir: Path) -> dict[str, Path]:
     """The family file of each env of the run declared in one (env name -> file)."""
     from planarena.envs.family.env import family_file
 
-    config = json.loads((run_dir / RUN_FILE).read_text()).get("config") or {}
+    config = _run_config(run_dir)
     return {
         env: family_file(spec.get("name") or env, spec.get("path"))
         for env, spec in (config.get("env") or {}).items()
@@ -126,7 +153,8 @@ def recorded_overrides(recording: Path) -> list[str]:
 def family_pins(recording: Path, overrides: Sequence[str]) -> list[str]:
     """Overrides that give each env the command selects the tasks it was recorded on: the
     recording's copy of its family file, and an env setting added since at the value the
-    recording had (:func:`unset_env_settings`). ``overrides``: the whole command's; its last
+    recording had (:func:`unset_env_settings`); and auto, when it runs, the map it chose
+    with. ``overrides``: the whole command's; its last
     ``env=`` selects."""
     chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "env"]
     selected = set(chosen[-1].strip("[]").split(",")) if chosen else set()
@@ -135,7 +163,19 @@ def family_pins(recording: Path, overrides: Sequence[str]) -> list[str]:
     for env, settings in sorted(unset_env_settings(recording).items()):
         if env in selected:
             pins += [f"++env.{env}.{key}={value}" for key, value in settings.items()]
+    chosen_with = pinned_map(recording)
+    if chosen_with is not None and "auto" in _planners(recording, overrides):
+        pins.append(f"++planner.auto.map_path={chosen_with}")
     return pins
+
+
+def _planners(recording: Path, overrides: Sequence[str]) -> set[str]:
+    """The planners a replay runs: the last ``planner=`` of ``overrides``, else the
+    recorded run's."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "planner"]
+    if chosen:
+        return set(chosen[-1].strip("[]").split(","))
+    return set(_run_config(recording / RUN).get("planner") or {})
 
 
 def unset_env_settings(recording: Path) -> dict[str, dict[str, str]]:

@@ -182,6 +182,20 @@ def mirrored(real: Mapping[str, Any], real_run: Path | None = None) -> dict[str,
     out = {key: _bare(_get(real, key)) for key in MIRRORED}
     if real_run is not None and isinstance(out.get("env"), dict):
         out["env"] = pinned_env(out["env"], real_run)
+    if real_run is not None and isinstance(out.get("planner"), dict):
+        out["planner"] = pinned_planners(out["planner"], real_run)
+    return out
+
+
+def pinned_planners(planners: Mapping[str, Any], real_run: Path) -> dict[str, Any]:
+    """``planners`` with auto reading the decision map a recording carries (a map reinstalled
+    since would choose other strategies for the same tasks), as replay and calibration do."""
+    from planarena.experiments.records.recorded_families import pinned_map
+
+    out = copy.deepcopy(dict(planners))
+    chosen_with = pinned_map(real_run.parent)
+    if chosen_with is not None and isinstance(out.get("auto"), dict):
+        out["auto"]["map_path"] = str(chosen_with)
     return out
 
 
