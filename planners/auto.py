@@ -8,7 +8,8 @@ action:
 - the goal's structure: how many entities it names (``items``: bullet lines, a ``A > B > C``
   path, snake_case identifiers, names and a listed enumeration; the largest of these counts)
   and whether it declares dependencies (``deps``: "(after x)", "depends on", "dependencies");
-- the number of tools in the toolbox's catalogue (``tools``);
+- the number of tools in the toolbox's catalogue (``tools``; the shipped map does not key on it,
+  since on the shipped families it names a pair of families);
 - the configured token budget of the episode (``budget``) and the configured model profile
   (``model``: ``llm.skill`` for the simulated LLM, or set ``planner.auto.model_profile``).
 

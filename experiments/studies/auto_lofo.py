@@ -1,8 +1,6 @@
 """``planner=auto`` judged out of distribution: leave one family out.
 
-The shipped map is measured on the same six families ``auto`` is then run on (and the one
-shipped now, from before the study's ladder dropped it, still keys its most specific entries
-on the number of tools, which names a pair of families). Here, for each
+The shipped map is measured on the same six families ``auto`` is then run on. Here, for each
 family in turn, the map is rebuilt from a decision-map run's records of the *other* families
 with only features any new toolset has (the goal's entity count and declared dependencies,
 the model profile; never ``tools``), and auto's choice on each held-out task is scored with the
