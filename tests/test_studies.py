@@ -160,6 +160,34 @@ def test_a_study_spread_over_the_joblib_launcher_writes_the_same_analysis(tmp_pa
         assert (tmp_path / "sweep" / name).read_text() == (tmp_path / "one" / name).read_text()
 
 
+@pytest.mark.slow  # a local Ray cluster starts cold: about a minute
+def test_a_study_spread_over_ray_writes_the_same_analysis(tmp_path: Path) -> None:
+    """The study's shards as jobs on a local Ray instance (``hydra/launcher=ray_local``, the
+    optional extra ``planarena[ray]``): the aggregate's analysis and every cell's records
+    equal one process running every cell (CI installs the extra in a venv of its own)."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    args = [*SMALL_GRID, "n_tasks=2"]
+    one = _run([*args, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)
+    assert one.returncode == 0, one.stderr
+    sweep = _run(["-m", *args, "shard=0,1", "shards=2", "hydra/launcher=ray_local",
+                  f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path, timeout=600)  # fmt: skip
+    assert sweep.returncode == 0, sweep.stderr
+    for name in ("sensitivity.md", "sensitivity.csv", "sensitivity_cells.csv"):
+        assert (tmp_path / "sweep" / name).read_text() == (tmp_path / "one" / name).read_text()
+
+    def records(run: Path) -> list[str]:  # the wall clock and the shard's config id aside
+        lines = (run / "episodes.jsonl").read_text().splitlines()
+        drop = ("wall_s", "config_id")
+        return [
+            json.dumps({k: v for k, v in json.loads(x).items() if k not in drop}) for x in lines
+        ]
+
+    shards = sorted(p for p in (tmp_path / "sweep").iterdir() if (p / "episodes.jsonl").exists())
+    assert len(shards) == 2
+    spread = sorted(line for shard in shards for line in records(shard))
+    assert spread == sorted(records(tmp_path / "one"))
+
+
 def test_the_sensitivity_section_is_rendered_from_its_shipped_run() -> None:
     """docs/simulator.md's sensitivity verdicts are a render of docs/data/sensitivity/ (one
     run of experiment=sensitivity), never typed."""
