@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from planarena.experiments.studies import auto_docs
 from planarena.experiments.studies.length_trend import slope_text
 from planarena.experiments.studies.rendered_blocks import DOCS, Page
 
@@ -105,5 +106,10 @@ def recovery_ladder(data: Path = DATA) -> str:
 DECISION_MAP = Page(
     DOCS / "decision-map.md",
     DATA,
-    {"recovery": recovery_table, "auto_lofo": lofo_table, "trend": trend_table},
+    {
+        "recovery": recovery_table,
+        "auto_lofo": lofo_table,
+        "trend": trend_table,
+        "auto_cells": auto_docs.cell_table,
+    },
 )

@@ -7,6 +7,7 @@ and its data disagree.
 from __future__ import annotations
 
 from planarena.experiments.studies import (
+    auto_docs,
     decision_map_docs,
     planners_docs,
     seed_tables_docs,
@@ -19,6 +20,7 @@ from planarena.experiments.studies.rendered_blocks import Page
 def pages() -> list[Page]:
     """Every rendered page."""
     return [
+        auto_docs.README,
         decision_map_docs.DECISION_MAP,
         planners_docs.PLANNERS,
         seed_tables_docs.SEED_TABLES,
