@@ -46,26 +46,42 @@ def family_cells(part: pd.DataFrame, a: str, c: str) -> pd.DataFrame:
     return cells.rename(columns={"size": "n_tasks", "mean": "diff"}).reset_index()
 
 
-def within_slope(cells: pd.DataFrame) -> float:
-    """The within-family slope of ``diff`` on ``steps`` (per step), cells weighted by their
-    tasks; NaN when no family has two lengths."""
+Family = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""One family's cells as arrays: tasks per cell (the weights), length, mean difference."""
+
+
+def _families(cells: pd.DataFrame) -> list[Family]:
+    """Each family's cells as arrays, families in ``groupby("env")`` order."""
+    return [
+        (fam["n_tasks"].to_numpy(float), fam["steps"].to_numpy(float), fam["diff"].to_numpy(float))
+        for _, fam in cells.groupby("env", observed=True)
+    ]
+
+
+def _slope(families: Sequence[Family]) -> float:
+    """:func:`within_slope` of families already as arrays."""
     num = den = 0.0
-    for _, fam in cells.groupby("env", observed=True):
-        w = fam["n_tasks"].to_numpy(float)
-        x = fam["steps"].to_numpy(float)
-        y = fam["diff"].to_numpy(float)
+    for w, x, y in families:
         x_bar, y_bar = (w @ x) / w.sum(), (w @ y) / w.sum()
         num += float(w @ ((x - x_bar) * (y - y_bar)))
         den += float(w @ ((x - x_bar) ** 2))
     return num / den if den > 0 else float("nan")
 
 
-def _resample(cells: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Cells drawn with replacement within each family (as many as it has)."""
-    parts = []
-    for _, fam in cells.groupby("env", observed=True):
-        parts.append(fam.iloc[rng.integers(0, len(fam), len(fam))])
-    return pd.concat(parts, ignore_index=True)
+def within_slope(cells: pd.DataFrame) -> float:
+    """The within-family slope of ``diff`` on ``steps`` (per step), cells weighted by their
+    tasks; NaN when no family has two lengths."""
+    return _slope(_families(cells))
+
+
+def _resample(families: Sequence[Family], rng: np.random.Generator) -> list[Family]:
+    """Cells drawn with replacement within each family (as many as it has), family by family
+    in order: the same draws and sums as resampling the table's rows, without the table."""
+    out = []
+    for w, x, y in families:
+        idx = rng.integers(0, len(w), len(w))
+        out.append((w[idx], x[idx], y[idx]))
+    return out
 
 
 def trend_row(cells: pd.DataFrame, seed: int, n_boot: int, alpha: float) -> dict[str, Any]:
@@ -76,7 +92,8 @@ def trend_row(cells: pd.DataFrame, seed: int, n_boot: int, alpha: float) -> dict
     if np.isnan(slope):
         return {"slope_pp": slope, "low_pp": slope, "high_pp": slope, "cells": 0}
     rng = np.random.default_rng(seed)
-    boots = np.array([within_slope(_resample(cells, rng)) for _ in range(n_boot)])
+    families = _families(cells)
+    boots = np.array([_slope(_resample(families, rng)) for _ in range(n_boot)])
     low, high = percentile_interval(boots[~np.isnan(boots)], 1 - alpha)
     own = [within_slope(f) for _, f in cells.groupby("env", observed=True)]
     return {
