@@ -55,10 +55,19 @@ different cells; unresolved: no cell and not pooled significant; tie: identical 
 every task in every cell."""
 
 
-def _binom_logpmf(n: int, p: float) -> FloatArray:
+@lru_cache(maxsize=1024)
+def _log_comb(n: int) -> tuple[FloatArray, FloatArray]:
+    """``k = 0..n`` and ``log C(n, k)``, made once per ``n`` (a bisection asks for the same
+    ``n`` some 120 times); read-only, so a caller cannot change the cached arrays."""
     k = np.arange(n + 1, dtype=np.float64)
     log_comb = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
                          for i in range(n + 1)])  # fmt: skip
+    k.flags.writeable = log_comb.flags.writeable = False
+    return k, log_comb
+
+
+def _binom_logpmf(n: int, p: float) -> FloatArray:
+    k, log_comb = _log_comb(n)
     return log_comb + k * math.log(p) + (n - k) * math.log1p(-p)
 
 
