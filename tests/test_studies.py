@@ -147,45 +147,38 @@ def test_a_killed_sensitivity_study_resumes_and_writes_the_same_analysis(tmp_pat
     assert (killed / "sensitivity.md").read_text() == text
 
 
-@pytest.mark.slow
-def test_a_study_spread_over_the_joblib_launcher_writes_the_same_analysis(tmp_path: Path) -> None:
-    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    args = [*SMALL_GRID, "n_tasks=2"]
-    one = _run([*args, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)
-    assert one.returncode == 0, one.stderr
-    sweep = _run(["-m", *args, "shard=0,1,2", "shards=3", "hydra/launcher=joblib",
-                  f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path, timeout=600)  # fmt: skip
-    assert sweep.returncode == 0, sweep.stderr
-    for name in ("sensitivity.md", "sensitivity.csv", "sensitivity_cells.csv"):
-        assert (tmp_path / "sweep" / name).read_text() == (tmp_path / "one" / name).read_text()
+def _records(run: Path) -> list[str]:
+    """A run's records, the wall clock and the (shard's) config id aside."""
+    drop = ("wall_s", "config_id")
+    lines = (run / "episodes.jsonl").read_text().splitlines()
+    return [json.dumps({k: v for k, v in json.loads(x).items() if k not in drop}) for x in lines]
 
 
 @pytest.mark.slow  # a local Ray cluster starts cold: about a minute
-def test_a_study_spread_over_ray_writes_the_same_analysis(tmp_path: Path) -> None:
-    """The study's shards as jobs on a local Ray instance (``hydra/launcher=ray_local``, the
-    optional extra ``planarena[ray]``): the aggregate's analysis and every cell's records
-    equal one process running every cell (CI installs the extra in a venv of its own)."""
-    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+@pytest.mark.parametrize(
+    ("launcher", "plugin", "shards"),
+    [("joblib", "hydra_joblib_launcher", 3), ("ray_local", "hydra_ray_launcher", 2)],
+)
+def test_a_study_spread_over_a_launcher_writes_the_same_analysis(
+    tmp_path: Path, launcher: str, plugin: str, shards: int
+) -> None:
+    """The study's shards as a launcher's jobs (joblib; Ray, the optional extra
+    ``planarena[ray]``, which CI installs in a venv of its own): the aggregate's analysis and
+    every cell's records equal one process running every cell."""
+    pytest.importorskip(f"hydra_plugins.{plugin}")
     args = [*SMALL_GRID, "n_tasks=2"]
     one = _run([*args, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)
     assert one.returncode == 0, one.stderr
-    sweep = _run(["-m", *args, "shard=0,1", "shards=2", "hydra/launcher=ray_local",
-                  f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path, timeout=600)  # fmt: skip
+    sweep = _run(["-m", *args, f"shard={','.join(map(str, range(shards)))}", f"shards={shards}",
+                  f"hydra/launcher={launcher}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                 tmp_path, timeout=600)  # fmt: skip
     assert sweep.returncode == 0, sweep.stderr
     for name in ("sensitivity.md", "sensitivity.csv", "sensitivity_cells.csv"):
         assert (tmp_path / "sweep" / name).read_text() == (tmp_path / "one" / name).read_text()
-
-    def records(run: Path) -> list[str]:  # the wall clock and the shard's config id aside
-        lines = (run / "episodes.jsonl").read_text().splitlines()
-        drop = ("wall_s", "config_id")
-        return [
-            json.dumps({k: v for k, v in json.loads(x).items() if k not in drop}) for x in lines
-        ]
-
-    shards = sorted(p for p in (tmp_path / "sweep").iterdir() if (p / "episodes.jsonl").exists())
-    assert len(shards) == 2
-    spread = sorted(line for shard in shards for line in records(shard))
-    assert spread == sorted(records(tmp_path / "one"))
+    jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if (p / "episodes.jsonl").exists())
+    assert len(jobs) == shards
+    spread = sorted(line for job in jobs for line in _records(job))
+    assert spread == sorted(_records(tmp_path / "one"))
 
 
 def test_the_sensitivity_section_is_rendered_from_its_shipped_run() -> None:
