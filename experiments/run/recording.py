@@ -184,10 +184,7 @@ def unset_env_settings(recording: Path) -> dict[str, dict[str, str]]:
     Today one: the report family's ``branches`` (length at every complexity)."""
     from planarena.envs.report.env import FIXED_BRANCHES
 
-    try:
-        config = json.loads((recording / RUN / RUN_FILE).read_text()).get("config") or {}
-    except (OSError, ValueError):
-        return {}
+    config = _run_config(recording / RUN)
     fixed = ",".join(f"{cx}:[{lo},{hi}]" for cx, (lo, hi) in FIXED_BRANCHES.items())
     return {
         env: {"branches": "{" + fixed + "}"}
@@ -200,11 +197,7 @@ def unset_env_settings(recording: Path) -> dict[str, dict[str, str]]:
 
 def _has_key(recording: Path, key: str) -> bool:
     """Whether the recorded run's configuration has ``key`` (runs before it did not)."""
-    try:
-        run = json.loads((recording / RUN / RUN_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return key in (run.get("config") or {})
+    return key in _run_config(recording / RUN)
 
 
 def recorded_episodes(recording: Path) -> list[dict[str, object]]:
