@@ -172,6 +172,33 @@ def test_every_episode_is_a_row_and_opens_its_own_trace(page: str, run_dir: Path
         assert float(row["cells"][9]) == pytest.approx(rec["cost_usd"], abs=5e-5 + 1e-12)
 
 
+def test_each_row_gets_its_own_trace_when_the_traces_are_in_another_order(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """The page reads traces.jsonl forward in the records' order, keeping a line met early:
+    a trace file in reverse order (and with a line no record has) still pairs each row with
+    its own trace, and a record without a trace line gets none."""
+    from planarena.experiments.analysis.report_html import RunFiles, read_episodes
+
+    copy = tmp_path / "run"
+    copy.mkdir()
+    records = (run_dir / "episodes.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    traces = (run_dir / "traces.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (copy / "episodes.jsonl").write_text("".join(records), encoding="utf-8")
+    stray = json.loads(traces[0]) | {"task_id": "no-such-task"}
+    kept = [*reversed(traces[1:]), json.dumps(stray) + "\n"]  # the first record's line gone
+    (copy / "traces.jsonl").write_text("".join(kept), encoding="utf-8")
+    episodes = read_episodes([RunFiles(copy, "")])
+    by_key = {_key(t): t for t in _jsonl(run_dir / "traces.jsonl")}
+    chunks = [json.loads(gzip.decompress(base64.b64decode(c))) for c in episodes.chunks]
+    first = _key(json.loads(records[0]))
+    for row in episodes.rows:
+        c, at = map(int, row["_at"].split("."))
+        item = chunks[c][at]
+        want = None if row["_key"] == first else by_key[row["_key"]]
+        assert item["trace"] == want and row["_trace"] == (want is not None)
+
+
 def test_a_large_run_lists_its_failures_first_and_says_what_it_left_out(run_dir: Path) -> None:
     """Beyond the cap the table lists the failed episodes first, then the rest in file order,
     and the page names how many it left out; every listed row still opens its own record."""

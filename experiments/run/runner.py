@@ -16,6 +16,7 @@ recorded as episodes.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import json
 import os
@@ -66,6 +67,20 @@ from planarena.experiments.studies.registry import canonical
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def return_freed_memory() -> None:
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere a
+    no-op). The episode phase's caches, once emptied, leave free space scattered over the
+    heap, which the allocator otherwise keeps: the tables, the page and the processes forked
+    for the figures would then start from it (about 80 MB after 30,000 ReAct episodes)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 def _unique_suffix() -> str:
@@ -332,6 +347,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         del prepared  # the jobs and their tasks (1-2 KB each): the tables read the records
         caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
+        return_freed_memory()
         table, df = finish(
             out_dir, int(cfg.seed), list(cfg.planner), figures=draw, reference_cell=reference
         )
