@@ -44,6 +44,7 @@ OUTPUT_ONLY_KEYS = (
     "llm.offline",  # a replay's records are the recording's, or infrastructure errors
     "dry_run",
     "budget.max_cost_usd",  # the only records it changes (cut by the cap) run again on resume
+    "sequential",  # which of the full run's episodes run, never what they are
     "recovery",  # applied before the identity is taken: the planners', budget's and models'
     "equal_recovery_calls",  # values it sets are in the identity themselves
 )

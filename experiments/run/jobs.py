@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -215,6 +215,20 @@ class JobList(Sequence[Job]):
         chosen.__dict__.update(self.__dict__)
         chosen.positions = positions
         return chosen
+
+    def upto(self, n_tasks: int, cells: Collection[int]) -> JobList:
+        """These jobs of ``cells`` (by index) on each env x complexity's first ``n_tasks``
+        tasks: one stage of a sequential study (every planner and trial of those tasks)."""
+        keep = array("q")
+        for index in self.positions:
+            cell, within = divmod(index, self.per_cell)
+            if cell not in cells:
+                continue
+            b = bisect_right(self.starts, within) - 1
+            per_planner = len(self.blocks[b][1]) * self.trials
+            if (within - self.starts[b]) % per_planner // self.trials < n_tasks:
+                keep.append(index)
+        return self.select(keep)
 
     def without(self, done: Callable[[Job], bool]) -> JobList:
         """The jobs not ``done`` (all of them, unchanged, when none is)."""

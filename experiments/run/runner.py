@@ -140,22 +140,75 @@ def run(
                 print(f"WARNING: {message}", file=sys.stderr)
             done, spent_usd = repaired.done, repaired.spent_usd
         seed = int(cfg.seed)
-        todo = prepared.jobs.without(lambda j: j.key(seed, config_id) in done)
-        recorded = len(prepared.jobs) - len(todo)
-        if recorded:  # a resumed run says what it reuses
+        contexts = with_config_id(prepared.contexts, config_id)
+        open_cells = set(range(len(prepared.cells)))
+        looks = [int(n) for n in (prepared.container.get("sequential") or {}).get("stages") or []]
+        for look, n_tasks in enumerate([*looks, int(cfg.n_tasks)], start=1):
+            stage = prepared.jobs.upto(n_tasks, open_cells) if looks else prepared.jobs
+            todo = stage.without(lambda j, known=done: j.key(seed, config_id) in known)
+            recorded = len(stage) - len(todo)
+            if recorded and look == 1:  # a resumed run says what it reuses
+                print(
+                    f"planarena: {recorded} episode(s) already recorded in {out_dir}, "
+                    f"{len(todo)} to run",
+                    file=sys.stderr,
+                )
+            asyncio.run(
+                run_jobs(
+                    cfg, todo, contexts, out_dir, spent_usd, endpoint_answered=endpoint_answered
+                )
+            )
+            if look > len(looks):
+                break
+            repaired = repair_run_dir(out_dir)  # what the next stage finds recorded
+            done, spent_usd = repaired.done, repaired.spent_usd
+            open_cells -= settled_at_look(out_dir, prepared, open_cells)
             print(
-                f"planarena: {recorded} episode(s) already recorded in {out_dir}, "
-                f"{len(todo)} to run",
+                f"planarena: look {look} of {len(looks)}, at {n_tasks} task(s) per env x "
+                f"complexity: {len(prepared.cells) - len(open_cells)} of "
+                f"{len(prepared.cells)} cell(s) settled",
                 file=sys.stderr,
             )
-        contexts = with_config_id(prepared.contexts, config_id)
-        asyncio.run(
-            run_jobs(cfg, todo, contexts, out_dir, spent_usd, endpoint_answered=endpoint_answered)
-        )
+            if not open_cells:
+                break
     finally:
         if own_lock:
             held.release()
     return out_dir / EPISODES
+
+
+def settled_at_look(out_dir: Path, prepared: Prepared, open_cells: set[int]) -> set[int]:
+    """The still-running cells (by index) whose records now settle them: the study's
+    :meth:`~planarena.experiments.studies.registry.Study.settled_cells` under the run's
+    :class:`~planarena.experiments.studies.sequential.Rule`."""
+    from planarena.experiments.records.store import write_parquet
+    from planarena.experiments.studies.registry import get
+    from planarena.experiments.studies.sequential import Rule
+
+    config = canonical(prepared.container)
+    rule = Rule.of(config)
+    assert rule is not None  # only a run with stages looks
+    labels = {prepared.cells[i]: i for i in open_cells}
+    frame = write_parquet(out_dir / EPISODES, None, columns=LOOK_COLUMNS)
+    frame = frame[frame["cell"].isin(list(labels))]
+    settled = get(str(config["study"])).settled_cells(frame, config, rule)
+    return {labels[c] for c in settled if c in labels}
+
+
+LOOK_COLUMNS = (
+    "cell",
+    "planner",
+    "env",
+    "complexity",
+    "task_id",
+    "trial",
+    "success",
+    "failure_mode",
+    "tokens_total",
+    "latency_s",
+    "cost_usd",
+)
+"""The record columns a study's look reads."""
 
 
 def finish(

@@ -10,10 +10,12 @@ from planarena.envs.base import COMPLEXITIES
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     field_validator,
+    model_validator,
 )
 
 
@@ -29,6 +31,21 @@ class BudgetSettings(_Settings):
 
 class ExecutorSettings(_Settings):
     parallel: bool | None = None
+
+
+class SequentialSettings(_Settings):
+    """A study's cells in stages (experiments/studies/sequential.py)."""
+
+    stages: list[PositiveInt] = []  # tasks per env x complexity at each interim look
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)  # the chance a settled comparison is wrong
+    margin: float = Field(0.05, ge=0.0, lt=1.0)  # a completion difference within it: a tie
+
+    @field_validator("stages")
+    @classmethod
+    def _increasing(cls, value: list[int]) -> list[int]:
+        if any(b <= a for a, b in zip(value, value[1:], strict=False)):
+            raise ValueError("must increase from one look to the next")
+        return value
 
 
 class RunSettings(_Settings):
@@ -66,6 +83,21 @@ class RunSettings(_Settings):
     plan_revision: Literal[1, 2] = 2  # the plan prompt and reader (planners/formats.py,
     # PLAN_REVISIONS); 1: as the shipped 0.5B recording was made
     budget: BudgetSettings = BudgetSettings()
+    sequential: SequentialSettings = SequentialSettings()
+
+    @model_validator(mode="after")
+    def _stages_fit(self) -> RunSettings:
+        stages = self.sequential.stages
+        if stages and self.study is None:
+            raise ValueError(
+                "sequential.stages: only a study's cells can stop early (set experiment=...)"
+            )
+        if stages and stages[-1] >= self.n_tasks:
+            raise ValueError(
+                f"sequential.stages: each look must come before n_tasks={self.n_tasks} "
+                f"(got {stages[-1]})"
+            )
+        return self
 
     @field_validator("workers", mode="before")
     @classmethod

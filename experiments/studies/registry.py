@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # pandas is loaded by the studies, not by every job that imports this
     import pandas as pd
+    from planarena.experiments.studies.sequential import Rule
 
 ENTRY_POINT_GROUP = "planarena.studies"
 """Entry-point group whose modules register studies from outside planarena."""
@@ -58,6 +59,18 @@ class Study:
         tables are computed from its records)."""
         del config
         return [PLAIN]
+
+    def settled_cells(
+        self, records: pd.DataFrame, config: Mapping[str, Any], rule: Rule
+    ) -> set[str]:
+        """The labels of the cells whose records so far (``records``: the cells still
+        running, every planner on the same first tasks) already settle every comparison the
+        study draws from them under ``rule``; they take no more tasks
+        (``sequential.stages``). By default none: every cell runs every task. A study whose
+        analysis pools cells over the tasks every cell ran (the claims and sensitivity
+        screens) must keep the default: a cell stopped early takes those tasks from all."""
+        del records, config, rule
+        return set()
 
     def render(
         self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
