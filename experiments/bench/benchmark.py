@@ -149,6 +149,7 @@ def command(*overrides: str) -> dict[str, float]:
         "wall_s": round(wall, 2),
         "episodes_per_s": round(episodes / wall, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "episodes_per_cpu_s": round(episodes / max(usage.ru_utime + usage.ru_stime, 1e-9), 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "peak_pss_all_mb": round(together, 1),
     }
@@ -161,6 +162,12 @@ def whole_command(sizes: list[int], workers: list[str]) -> list[dict[str, object
         for n in sizes
         for w in workers
     ]
+
+
+def studies(names: Sequence[str]) -> list[dict[str, object]]:
+    """``planarena experiment=NAME`` at its defaults (``workers=auto``), analysis included:
+    what a study costs on this machine, as episodes per CPU-second."""
+    return [{"study": name, **command(f"experiment={name}")} for name in names]
 
 
 def react_scaling(sizes: list[int], workers: list[str]) -> list[dict[str, object]]:
@@ -333,6 +340,12 @@ def main() -> None:
         default=["1", "auto"],
         help="workers= values to measure each job with (1: one core; auto: one per core)",
     )
+    parser.add_argument(
+        "--studies",
+        nargs="*",
+        default=[],
+        help="studies to run whole at their defaults, e.g. claims decision_map (minutes each)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--instructions",
@@ -362,6 +375,9 @@ def main() -> None:
     if args.react_sizes:
         print("\n## `planarena planner=react env=report complexity=simple n_tasks=N`\n")
         print(markdown(react_scaling(args.react_sizes, args.workers)))
+    if args.studies:
+        print("\n## Studies at their defaults (`planarena experiment=NAME`)\n")
+        print(markdown(studies(args.studies)))
     if args.instructions:
         print("\n## CPU instructions per episode (callgrind; the same on any day)\n")
         print(markdown(instructions_per_episode()))
