@@ -661,6 +661,12 @@ def page_title(rows: Sequence[Mapping[str, Any]], dirs: Sequence[Path]) -> str:
 
 def render_page(run_dirs: Sequence[Path], out_dir: Path) -> str:
     """The whole page as text (``write_*`` write it): one string, no external reference."""
+    return "".join(page_parts(run_dirs, out_dir))
+
+
+def page_parts(run_dirs: Sequence[Path], out_dir: Path) -> Iterator[str]:
+    """The page, piece by piece (their concatenation is :func:`render_page`), so a writer
+    never holds the whole page, nor every chunk twice, at once."""
     out_dir = Path(out_dir)
     runs = _runs([Path(d) for d in run_dirs], out_dir)
     episodes = read_episodes(runs)
@@ -674,13 +680,8 @@ def render_page(run_dirs: Sequence[Path], out_dir: Path) -> str:
     sub += f"; {_code_line(first)}" if len(runs) == 1 else ""
     if status:
         sub += f"; status {status.get('status')}"
-    chunks = "\n".join(
-        f'<script type="application/gzip+base64" id="chunk-{i}">{c}</script>'
-        for i, c in enumerate(episodes.chunks)
-    )
     trace_cmd = {r.label: _relative(r.path, out_dir) for r in runs}
-    body = "\n".join(_sections(runs, out_dir, episodes))
-    return (
+    yield (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>planarena report: {html.escape(title)}</title>\n<style>{CSS}</style>\n"
@@ -688,12 +689,21 @@ def render_page(run_dirs: Sequence[Path], out_dir: Path) -> str:
         '<a href="#headline">headline</a> <a href="#tables">tables</a> '
         '<a href="#figures">figures</a> <a href="#episodes-sec">episodes</a> '
         '<a href="#provenance">provenance</a></nav>\n<main>\n'
-        f"<h1>{html.escape(title)}</h1>\n<p class=muted>{html.escape(sub)}</p>\n{body}\n"
-        "</main>\n"
+        f"<h1>{html.escape(title)}</h1>\n<p class=muted>{html.escape(sub)}</p>\n"
+    )
+    yield "\n".join(_sections(runs, out_dir, episodes))
+    yield (
+        "\n</main>\n"
         '<div id="trace" hidden><div class="panel"><button id="close" type="button" '
         'title="close (Esc)">&times;</button><div id="trace-body"></div></div></div>\n'
-        f"{chunks}\n"
-        f'<script type="application/json" id="run-dirs">{_script_json(trace_cmd)}</script>\n'
+    )
+    episodes.rows.clear()  # the table is written: only the chunks are left to write
+    for i, chunk in enumerate(episodes.chunks):
+        episodes.chunks[i] = ""  # handed on once: not held while the rest is written
+        sep = "\n" if i else ""
+        yield f'{sep}<script type="application/gzip+base64" id="chunk-{i}">{chunk}</script>'
+    yield (
+        f'\n<script type="application/json" id="run-dirs">{_script_json(trace_cmd)}</script>\n'
         f"<script>{JS}</script>\n</body>\n</html>\n"
     )
 
@@ -708,11 +718,11 @@ def write_merged_report_html(run_dirs: Sequence[Path], out_dir: Path) -> Path:
     with --out); the summary and figures are ``out_dir``'s, the provenance every run's."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    page = render_page(run_dirs, out_dir)
     dest = out_dir / REPORT_FILE
     tmp = dest.with_name(f".{REPORT_FILE}.tmp")
     with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(page)
+        for part in page_parts(run_dirs, out_dir):
+            fh.write(part)
     tmp.replace(dest)  # a reader never sees half a page
     return dest
 

@@ -70,10 +70,13 @@ if TYPE_CHECKING:
 
 
 def return_freed_memory() -> None:
-    """Give the heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere a
-    no-op). The episode phase's caches, once emptied, leave free space scattered over the
-    heap, which the allocator otherwise keeps: the tables, the page and the processes forked
-    for the figures would then start from it (about 80 MB after 30,000 ReAct episodes)."""
+    """Give the heap's free pages back to the system (Arrow's pool, and glibc's
+    ``malloc_trim``; elsewhere a no-op). Emptied caches and the Parquet copy's parsed chunks
+    leave free pages the allocators otherwise keep: the page written next, and the figure
+    workers forked from this process, would start from them."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:  # its own allocator keeps freed pages too
+        arrow.default_memory_pool().release_unused()
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
@@ -238,8 +241,10 @@ def finish(
     )
     if reference_cell:  # a study's grid: the job's own tables are its reference cell's
         df = df[df["cell"] == reference_cell].reset_index(drop=True)
+    return_freed_memory()  # the parsed chunks' pages
     summary = write_summaries(df, out_dir, seed=seed, planner_order=list(planner_order))
     if figures:
+        return_freed_memory()  # the figure workers fork from this heap: its RSS is theirs
         from planarena.experiments.analysis.figures import write_figures
 
         order = list(planner_order)
