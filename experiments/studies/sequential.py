@@ -93,8 +93,3 @@ def _z(level: float) -> float:
     from statistics import NormalDist
 
     return NormalDist().inv_cdf(1.0 - level / 2.0)
-
-
-def stages_of(config: Mapping[str, Any]) -> list[int]:
-    """The interim looks' task counts (empty: every cell runs every task at once)."""
-    return [int(s) for s in ((config.get("sequential") or {}).get("stages") or [])]
