@@ -28,19 +28,25 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 GRADINGS = ("facts", "exact")
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 _NEGATION = re.compile(r"\b(not|no|fail\w*|never)\b")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_LONE_POINT = re.compile(r"(?<!\d)\.|\.(?!\d)")
+_NOT_WORD = re.compile(r"[^a-z0-9.]+")
 
 
+@lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
     """Lower case, every run of characters other than letters, digits and a decimal point
-    between digits folded to one space."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.lower())
-    text = re.sub(r"(?<!\d)\.|\.(?!\d)", " ", text)
-    return " ".join(re.sub(r"[^a-z0-9.]+", " ", text).split())
+    between digits folded to one space. (Cached: a grade normalises the same answer, entity
+    and value once per fact.)"""
+    text = _THOUSANDS.sub("", text.lower())
+    text = _LONE_POINT.sub(" ", text)
+    return " ".join(_NOT_WORD.sub(" ", text).split())
 
 
 def segments(answer: str) -> list[str]:
@@ -80,11 +86,12 @@ def _close(x: float, value: float) -> bool:
     return abs(x - value) < 0.5 * 10.0**-decimals + 1e-9
 
 
-def _numbers(segment: str) -> list[tuple[int, float]]:
-    return [(m.start(), float(m.group(0).replace(",", ""))) for m in _NUMBER.finditer(segment)]
+@lru_cache(maxsize=1024)
+def _numbers(segment: str) -> tuple[tuple[int, float], ...]:
+    return tuple((m.start(), float(m.group(0).replace(",", ""))) for m in _NUMBER.finditer(segment))
 
 
-def _stated_for(numbers: list[tuple[int, float]], mark: int) -> float:
+def _stated_for(numbers: Sequence[tuple[int, float]], mark: int) -> float:
     """The number a field word at ``mark`` states: the first after it, else the last before."""
     after = [x for pos, x in numbers if pos > mark]
     return after[0] if after else [x for pos, x in numbers if pos < mark][-1]
@@ -120,10 +127,22 @@ def windows(answer: str, entity: str, others: Sequence[str] = ()) -> list[str]:
     the next mention of another entity (a heading and its bullet lines, the rest of a line),
     and back to the start of its sentence or line ("the revenue of Acme was ...", "rows:
     466887; step: cohort_retention") unless another entity is named earlier in it."""
-    text = f" {CLAUSE} ".join(normalise(p) for p in _CLAUSE_END.sub(CLAUSE, answer).split(CLAUSE))
+    return list(_windows(answer, entity, tuple(others)))
+
+
+@lru_cache(maxsize=1024)
+def _clauses(answer: str) -> str:
+    """The normalised answer, its sentences and lines kept apart by ``CLAUSE``."""
+    return f" {CLAUSE} ".join(normalise(p) for p in _CLAUSE_END.sub(CLAUSE, answer).split(CLAUSE))
+
+
+@lru_cache(maxsize=1024)
+def _windows(answer: str, entity: str, others: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`windows`, cached: an entity's facts are judged on the same stretches."""
+    text = _clauses(answer)
     own = _occurrences(text, normalise(entity))
     if not own:
-        return []
+        return ()
     marks = sorted(
         span
         for other in {normalise(o) for o in others} - {normalise(entity)}
@@ -139,7 +158,7 @@ def windows(answer: str, entity: str, others: Sequence[str] = ()) -> list[str]:
         shared = any(clause <= s and e <= start for s, e in marks)
         after = [s for s, e in marks if s >= end]
         out.append(text[(start if shared else clause) : (after[0] if after else len(text))])
-    return out
+    return tuple(out)
 
 
 def carries(
@@ -149,7 +168,7 @@ def carries(
     numeric one the field must be named); ``others``: the other entities the task names
     (their stretches of the answer are theirs)."""
     needs_field = fact.numeric and any(s.numeric and s.field != fact.field for s in siblings)
-    return any(_states(w, fact, needs_field) for w in windows(answer, fact.entity, others))
+    return any(_states(w, fact, needs_field) for w in _windows(answer, fact.entity, tuple(others)))
 
 
 def count_carried(answer: str, facts: Sequence[Fact]) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 # Pseudo-tools of gold steps: stop and report that the goal cannot be reached; submit the
@@ -79,10 +80,15 @@ def check_pool(needed: Iterable[str], task_checks: Iterable[str] = ()) -> list[s
     already compares (``result.year == 2023`` fails on a null year) gets no not-null check
     of its own: one check per field, so a model that writes each check with some chance
     covers each field with that chance."""
-    task_checks = list(task_checks)
+    return list(_check_pool(tuple(needed), tuple(task_checks)))
+
+
+@lru_cache(maxsize=4096)
+def _check_pool(needed: tuple[str, ...], task_checks: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`check_pool`, cached: an oracle builds the same step's pool on every call."""
     covered = {m.group(1) for c in task_checks if (m := _COVERS.match(c.strip()))}
     nulls = [null_check(f) for f in dict.fromkeys(needed) if f not in covered]
-    return list(dict.fromkeys([*nulls, *task_checks]))
+    return tuple(dict.fromkeys([*nulls, *task_checks]))
 
 
 class Oracle(Protocol):
