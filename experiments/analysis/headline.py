@@ -29,7 +29,11 @@ from planarena.experiments.analysis.cells import (
     success_bool,
     swept_keys,
 )
-from planarena.experiments.analysis.comparisons import _task_rates, paired_difference
+from planarena.experiments.analysis.comparisons import (
+    _rate_columns,
+    _task_rates,
+    paired_difference,
+)
 from planarena.experiments.analysis.power import tasks_for_power
 from planarena.experiments.analysis.stats import derive_seed, holm, sign_test_p
 from planarena.experiments.records.runs import with_swept_columns
@@ -115,16 +119,18 @@ def best_vs_others(df: pd.DataFrame, *, planner_order: Sequence[str] | None = No
         best = max(present, key=lambda p: (rate[p], -present.index(p)))
         rates = _task_rates(sub, on)
         cell = Cell(dict(zip(groups, key, strict=True)), best, float(rate[best]), len(rates))
+        columns = _rate_columns(rates)
         for other in present:
             if other == best:
                 continue
-            both = rates[[best, other]].dropna()
-            if both.empty:  # no task both ran: nothing to compare (as in comparisons.csv)
+            a, b = columns[best], columns[other]
+            ran = ~(np.isnan(a) | np.isnan(b))  # the tasks both ran
+            if not ran.any():  # no task both ran: nothing to compare (as in comparisons.csv)
                 continue
-            diff = both[best].to_numpy() - both[other].to_numpy()
+            diff = a[ran] - b[ran]
             wins_b, wins_o = int((diff > 0).sum()), int((diff < 0).sum())
             p = sign_test_p(wins_b, wins_o)
-            versus = Versus(other, float(rate[other]), len(both), wins_b, wins_o, p)
+            versus = Versus(other, float(rate[other]), int(ran.sum()), wins_b, wins_o, p)
             versus.diff = float(diff.mean())
             cell.others.append(versus)
         cells.append(cell)
