@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from planarena.envs.grading import Fact, carries, count_carried, normalise
+from planarena.envs.grading import Fact, carries, count_carried, normalise, windows
 from planarena.envs.report.env import ReportEnv, grade
 from planarena.envs.report.world import ReportWorld
 
@@ -121,6 +121,27 @@ def test_a_trap_value_in_another_entitys_stretch_is_not_a_trap_in_the_answer() -
     assert shared, "no task with a decoy value shared across items: pick another seed"
     answer = "\n".join(f"item: {f.entity}; stock: {f.value}; warehouse: south" for f in facts)
     assert env.grade(family_task, answer, []).success, (family_task.task_id, shared)
+
+
+def test_the_same_answer_judged_again_beside_other_entities_is_judged_anew() -> None:
+    """The grader caches what it reads of an answer (its stretches per entity): a second
+    question about the same answer and entity, with other entities named, must not get the
+    first one's stretches, nor a verdict that depends on which was asked first."""
+    answer = "Acme revenue 41.2. Beta revenue 50.0 and Acme profit 5.3"
+    # alone, a mention's stretch runs to the end; beside Beta, it stops where Beta is named
+    alone = [
+        "acme revenue 41.2 | beta revenue 50.0 and acme profit 5.3",
+        " beta revenue 50.0 and acme profit 5.3",
+    ]
+    beside = ["acme revenue 41.2 | ", "acme profit 5.3"]
+    assert windows(answer, "Acme") == alone
+    assert windows(answer, "Acme", ["Beta"]) == beside
+    assert windows(answer, "Acme") == alone  # and back
+    wrong = Fact("Acme", "revenue", 50.0)  # Beta's figure, stated in Beta's stretch
+    profit = Fact("Acme", "profit", 5.3)
+    assert carries(answer, wrong, [wrong, profit], ["Acme"])  # no Beta named: all of it is Acme's
+    assert not carries(answer, wrong, [wrong, profit], ["Acme", "Beta"])
+    assert carries(answer, wrong, [wrong, profit], ["Acme"])
 
 
 def test_the_policy_is_a_checked_key_recorded_in_the_run(tmp_path: Path) -> None:
