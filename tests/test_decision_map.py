@@ -23,6 +23,7 @@ from planarena.experiments.studies.decision_map import (
     cells_of,
     choose_group,
     per_task,
+    point_table,
     rank_point,
 )
 from planarena.experiments.studies.decision_map_verdicts import verdicts
@@ -79,6 +80,28 @@ def synthetic(outcome: Any, n: int = 30, s: Settings | None = None) -> pd.DataFr
     # the reference cell first, as the study orders its cells
     ref = "skill=strong faults=1"
     return pd.concat([data[data["cell"] == ref], data[data["cell"] != ref]], ignore_index=True)
+
+
+def test_a_point_is_ranked_on_the_tasks_every_planner_ran_each_point_on_its_own() -> None:
+    """The table aggregates every point in one pass; each row must be what ranking that
+    point's records alone gives, on the tasks all its planners ran (one lacks some here)."""
+
+    def outcome(p: str, skill: str, rate: float, steps: int, t: int) -> bool:
+        return (t + PLANNERS.index(p)) % 3 != 0
+
+    s = settings()
+    data = synthetic(outcome, n=12, s=s)
+    gone = (data["planner"] == "tot") & data["task_id"].isin(["s10-0", "s10-5", "s3-7"])
+    data = data[~gone & ~((data["planner"] == "react") & (data["task_id"] == "s10-6"))]
+    table = point_table(data, PLANNERS, ["steps_bin"], s, seed=3)
+    assert len(table) == len(s.skills) * len(s.fault_rates) * 2
+    assert list(dict.fromkeys(table["cell"])) == list(dict.fromkeys(data["cell"]))  # as met
+    for row in table.itertuples(index=False):
+        part = data[(data["cell"] == row.cell) & (data["steps_bin"] == row.steps_bin)]
+        tasks = per_task(part, PLANNERS)
+        assert all(len(t) == (12 - 3 if row.steps_bin != "<=3" else 11) for t in tasks.values())
+        alone = rank_point(tasks, 3, s.n_boot, 1.0 - s.alpha, (row.cell, row.steps_bin))
+        assert {k: getattr(row, k) for k in alone} == alone
 
 
 def verdict(table: pd.DataFrame, rule: str) -> str:

@@ -237,27 +237,32 @@ def test_finish_writes_what_the_whole_records_frame_gives(
 ) -> None:
     from planarena.experiments.run.runner import finish
 
-    for d in ("batched", "whole"):
+    for d in ("batched", "parsed", "whole"):
         (tmp_path / d).mkdir()
         for name in ("episodes.jsonl", "traces.jsonl"):
             shutil.copy(small_run_dir / name, tmp_path / d / name)
     monkeypatch.setattr(records, "CHUNK_ROWS", 7)  # several chunks, a short last one
     monkeypatch.setattr(records, "ROW_GROUP_ROWS", 14)
     table, df = finish(tmp_path / "batched", 0, [], figures=False)
+    # a study's job: its records parsed once, whole, and handed over
+    parsed = load_records(tmp_path / "parsed" / "episodes.jsonl")
+    table_p, df_p = finish(tmp_path / "parsed", 0, [], figures=False, records=parsed)
+    assert table_p == table
+    pd.testing.assert_frame_equal(df_p, df)
     # the reference: the whole frame, every column, to Parquet and to the tables
     full = load_records(tmp_path / "whole" / "episodes.jsonl")
     full.to_parquet(tmp_path / "whole" / "episodes.parquet", index=False)
     monkeypatch.setattr(tables, "tables_frame", lambda frame: frame)
     summary = tables.write_summaries(full, tmp_path / "whole", seed=0, planner_order=[])
     assert table == tables.format_completion_table(summary)
-    for name in ("summary.csv", "summary.md", "summary.tex", "comparisons.csv"):
-        assert (tmp_path / "batched" / name).read_bytes() == (
-            tmp_path / "whole" / name
-        ).read_bytes(), name
-    pd.testing.assert_frame_equal(
-        pd.read_parquet(tmp_path / "batched" / "episodes.parquet"),
-        pd.read_parquet(tmp_path / "whole" / "episodes.parquet"),
-    )
+    for d in ("batched", "parsed"):
+        for name in ("summary.csv", "summary.md", "summary.tex", "comparisons.csv"):
+            written = (tmp_path / d / name).read_bytes()
+            assert written == (tmp_path / "whole" / name).read_bytes(), (d, name)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / d / "episodes.parquet"),
+            pd.read_parquet(tmp_path / "whole" / "episodes.parquet"),
+        )
     # what the job reads after finish (and the figures get): the same values
     assert set(df.columns) == {c for c in full.columns if c in KEEP}
     for column in df.columns:

@@ -295,12 +295,31 @@ def write_parquet(
         if tmp is not None:
             tmp.unlink(missing_ok=True)
     # no records, or chunks that differ: the whole frame, as load_records infers it
-    df = load_records(path)
+    return parquet_of(load_records(path), dest, columns=columns, categories=categories)
+
+
+def parquet_of(
+    records: pd.DataFrame,
+    dest: str | Path | None,
+    *,
+    columns: Iterable[str] | None = None,
+    categories: Iterable[str] = (),
+) -> pd.DataFrame:
+    """:func:`write_parquet` of records already parsed whole (``load_records(path)``): the
+    same file and frame, for a reader that holds every record anyway (a study) and so need
+    not parse them twice. The file is written beside ``dest`` and renamed over it."""
     if dest is not None:
-        df.to_parquet(dest, index=False)
-    if wanted is not None and "overrides" not in df.columns:
-        df = df[[c for c in df.columns if c in wanted]]
-    return as_categories(df, categories)
+        dest = Path(dest)
+        tmp = dest.with_name(f".{dest.name}.tmp")
+        try:
+            records.to_parquet(tmp, index=False)
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+    wanted = None if columns is None else set(columns)
+    if wanted is not None and "overrides" not in records.columns:
+        records = records[[c for c in records.columns if c in wanted]]
+    return as_categories(records, categories)
 
 
 def record_files(path_or_glob: str | Path) -> list[Path]:

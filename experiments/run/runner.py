@@ -43,6 +43,7 @@ from planarena.experiments.records import (
     RunDirError,
     RunLock,
     claim_identity,
+    load_records,
     measured,
     repair_run_dir,
     write_json_atomic,
@@ -221,24 +222,29 @@ def finish(
     *,
     figures: bool = True,
     reference_cell: str = "",
+    records: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """Parquet copy, summaries and (optionally) figures; returns the completion table and the
     records' columns the tables, figures and the job's messages read (``detail`` too). In a
     study's grid the summaries are its ``reference_cell``'s (its first cell's) records.
 
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
-    strings as categoricals): about 0.2 KB an episode is held, not its whole record."""
+    strings as categoricals): about 0.2 KB an episode is held, not its whole record. A job
+    that holds every record anyway (a study's) passes them as ``records``: copied, not read
+    again."""
     from planarena.experiments.analysis.tables import format_completion_table, write_summaries
     from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
-    from planarena.experiments.records.store import write_parquet
+    from planarena.experiments.records.store import parquet_of, write_parquet
 
     cell = (reference_cell,) if reference_cell else ()
-    df = write_parquet(  # detail: for harness_error_summary (mostly "", so a categorical)
-        out_dir / EPISODES,
-        out_dir / "episodes.parquet",
-        columns=(*EPISODE_COLUMNS, "detail", *("cell" for _ in cell)),
-        categories=(*CATEGORY_COLUMNS, "detail", *("cell" for _ in cell)),
-    )
+    # detail: for harness_error_summary (mostly "", so a categorical)
+    columns = (*EPISODE_COLUMNS, "detail", *("cell" for _ in cell))
+    categories = (*CATEGORY_COLUMNS, "detail", *("cell" for _ in cell))
+    dest = out_dir / "episodes.parquet"
+    if records is None:
+        df = write_parquet(out_dir / EPISODES, dest, columns=columns, categories=categories)
+    else:
+        df = parquet_of(records, dest, columns=columns, categories=categories)
     if reference_cell:  # a study's grid: the job's own tables are its reference cell's
         df = df[df["cell"] == reference_cell].reset_index(drop=True)
     return_freed_memory()  # the parsed chunks' pages
@@ -376,6 +382,9 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         out_dir.mkdir(parents=True, exist_ok=True)
         lock = RunLock(out_dir)
         claimed: list[str] = []
+        name = cfg.get("study")
+        studied = bool(name) and int(cfg.get("shards", 1)) <= 1  # renders itself below
+        records = None
 
         def on_claim(config_id: str) -> None:
             claimed.append(config_id)
@@ -406,8 +415,15 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
         return_freed_memory()
+        if studied:  # the study reads every record: parsed once, for the tables and for it
+            records = load_records(out_dir / EPISODES)
         table, df = finish(
-            out_dir, int(cfg.seed), list(cfg.planner), figures=draw, reference_cell=reference
+            out_dir,
+            int(cfg.seed),
+            list(cfg.planner),
+            figures=draw,
+            reference_cell=reference,
+            records=records,
         )
     except (ConfigError, RunDirError, RecordsError) as exc:
         return 2, f"planarena: {exc}"
@@ -433,16 +449,17 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         f"\n{completion_heading(measured(df))} — {out_dir}\n{table}",
         "\n" + headline(measured(df), out_dir, seed=int(cfg.seed)),
     ]
-    name = cfg.get("study")
-    if name and int(cfg.get("shards", 1)) > 1:  # one shard's cells: the sweep renders them all
+    if name and not studied:  # one shard's cells: the sweep renders them all
         shown.append(
             f"\nstudy {name}: shard {cfg.shard} of {cfg.shards}; the sweep's aggregate (or "
             "planarena-report on the sweep dir) writes the study from every shard's records"
         )
-    elif name:  # the study's own analysis, from the run's records alone
+    elif studied:  # the study's own analysis, from the run's records alone
         from planarena.experiments.studies.report import render_study
 
-        shown.append("\n" + render_study(out_dir, canonical(config_of(cfg)), out_dir))
+        config = canonical(config_of(cfg))
+        shown.append("\n" + render_study(out_dir, config, out_dir, records=records))
+        del records
     print("\n".join(shown))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()
     if capped is None and not errors:  # a rerun with nothing to do shows these again

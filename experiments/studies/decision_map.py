@@ -47,6 +47,8 @@ from planarena.experiments.studies.decision_map_core import (
     _ratio,
     paired_boot,
     per_task,
+    split_tasks,
+    task_means,
 )
 from planarena.experiments.studies.registry import Cell, Study, study
 from planarena.experiments.studies.sensitivity_stats import net_win_interval, sign_of
@@ -215,20 +217,28 @@ def with_tasks(records: pd.DataFrame, tasks: pd.DataFrame, s: Settings) -> pd.Da
     return out
 
 
+HEAD_COLUMNS = ("dm_kind", "skill", "fault_rate_scale", "token_budget")
+"""A point's settings, as its first record holds them."""
+
+
 def point_table(
     data: pd.DataFrame, planners: Sequence[str], by: Sequence[str], s: Settings, seed: int
 ) -> pd.DataFrame:
     """One row per cell x ``by`` (the length bin, or env x complexity): :func:`rank_point`."""
+    keys = ["cell", *by]
+    means = task_means(data, keys)
+    points = dict(iter(means.groupby(level=keys, sort=False, observed=True)))
+    firsts = data.drop_duplicates(keys).dropna(subset=keys)  # in the order points appear
     rows = []
-    for key, part in data.groupby(["cell", *by], sort=False, observed=True):
-        values = key if isinstance(key, tuple) else (key,)
-        first = part.iloc[0]
+    for first in firsts.itertuples(index=False):
+        values = tuple(getattr(first, k) for k in keys)
         head = {
             "cell": values[0],
             **dict(zip(by, values[1:], strict=True)),
-            **{c: first[c] for c in ("dm_kind", "skill", "fault_rate_scale", "token_budget")},
+            **{c: getattr(first, c) for c in HEAD_COLUMNS},
         }
-        ranked = rank_point(per_task(part, planners), seed, s.n_boot, 1.0 - s.alpha, values)
+        point = points[values if len(values) > 1 else values[0]].droplevel(keys)
+        ranked = rank_point(split_tasks(point, planners), seed, s.n_boot, 1.0 - s.alpha, values)
         if ranked:
             rows.append({**head, **ranked})
     table = pd.DataFrame(rows)

@@ -185,14 +185,27 @@ def _whole(value: Any, key: str) -> int:
 def per_task(part: pd.DataFrame, planners: Sequence[str]) -> dict[str, pd.DataFrame]:
     """Per planner, per task (``env/task_id``, sorted): success rate, cost and latency
     (means over trials), on the tasks every listed planner ran."""
-    agg = part.groupby(["planner", "task"], sort=True, observed=True).agg(
+    return split_tasks(task_means(part, []), planners)
+
+
+def task_means(data: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Success rate, cost and latency (means over trials) per ``by`` x planner x task,
+    sorted: one pass over the records for every point of a table (each group's mean is the
+    one :func:`per_task` takes on the point's records alone, the same rows in the same
+    order)."""
+    return data.groupby([*by, "planner", "task"], sort=True, observed=True).agg(
         success=("success", "mean"), cost=("cost_usd", "mean"), latency=("latency_s", "mean")
     )
+
+
+def split_tasks(means: pd.DataFrame, planners: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """:func:`per_task` of the means of one point (indexed by planner x task)."""
     out = {}
     common: pd.Index | None = None
+    present = set(means.index.get_level_values("planner"))
     for p in planners:
-        if p in agg.index.get_level_values("planner"):
-            out[p] = agg.xs(p, level="planner")
+        if p in present:
+            out[p] = means.xs(p, level="planner")
             common = out[p].index if common is None else common.intersection(out[p].index)
     return {p: t.loc[common] for p, t in out.items()} if common is not None else {}
 

@@ -35,15 +35,24 @@ def study_config(run_dir: Path) -> dict[str, Any] | None:
 SHARD_KEYS = ("shard", "shards")
 
 
-def render_study(run_dir: Path, config: dict[str, Any], out_dir: Path) -> str:
-    """The study's files from the run's records alone; returns its printed summary."""
-    return render_study_runs([run_dir], config, out_dir)
+def render_study(
+    run_dir: Path, config: dict[str, Any], out_dir: Path, records: pd.DataFrame | None = None
+) -> str:
+    """The study's files from the run's records alone (``records``: the job's, already
+    parsed by ``load_records``); returns its printed summary."""
+    if records is None:
+        return render_study_runs([run_dir], config, out_dir)
+    return _render(measured(records), config, out_dir)
 
 
 def render_study_runs(run_dirs: Sequence[Path], config: dict[str, Any], out_dir: Path) -> str:
     """The study's files from the records of several runs of it (a sweep's shards)."""
     frames = [measured(load_records(d / EPISODES)) for d in run_dirs]
-    records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return _render(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True),
+                   config, out_dir)  # fmt: skip
+
+
+def _render(records: pd.DataFrame, config: dict[str, Any], out_dir: Path) -> str:
     name = str(config["study"])
     return get(name).render(records, config, out_dir, seed=int(config.get("seed", 0)))
 
