@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from planarena.experiments.analysis.report_assets import CSS, JS
-from planarena.experiments.records.store import iter_jsonl, record_files
+from planarena.experiments.records.store import iter_jsonl, record_files, record_lines
 
 REPORT_FILE = "report.html"
 CHUNK_BYTES = 1 << 20
@@ -347,31 +347,27 @@ def _gzip_b64(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), 6, mtime=0)).decode("ascii")
 
 
-def _varying(runs: list[RunFiles]) -> list[tuple[str, str]]:
-    """The optional columns that take more than one value across the records."""
-    seen: dict[str, set[str]] = {c: set() for c in VARYING_COLUMNS}
-    for run in runs:
-        for rec in iter_jsonl(run.episodes):
-            for c in VARYING_COLUMNS:
-                seen[c].add(str(rec.get(c)))
-    cols = [("run", "run")] if len(runs) > 1 else []
-    return cols + [(c, c) for c in VARYING_COLUMNS if len(seen[c]) > 1]
-
-
 Listed = dict[int, tuple[str, str, str, int]]  # a record's position -> its trace key
 
 
-def _listed(runs: list[RunFiles], limit: int) -> tuple[list[Listed], int]:
-    """Per run, the records the table lists, by position (every one up to ``limit``; beyond
-    it the failed episodes first, then the rest, in file order), and the total."""
+def _scan(runs: list[RunFiles], limit: int) -> tuple[list[tuple[str, str]], list[Listed], int]:
+    """One pass over the records: the optional columns that take more than one value
+    across them; per run, the records the table lists, by position (every one up to
+    ``limit``; beyond it the failed episodes first, then the rest, in file order); and the
+    total."""
+    seen: dict[str, set[str]] = {c: set() for c in VARYING_COLUMNS}
     failed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
     passed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
     for run in runs:
         f, p = [], []
         for i, rec in enumerate(iter_jsonl(run.episodes)):
+            for c in VARYING_COLUMNS:
+                seen[c].add(str(rec.get(c)))
             (p if rec.get("success") else f).append((i, _trace_key(rec)))
         failed.append(f)
         passed.append(p)
+    cols = [("run", "run")] if len(runs) > 1 else []
+    varying = cols + [(c, c) for c in VARYING_COLUMNS if len(seen[c]) > 1]
     total = sum(len(f) + len(p) for f, p in zip(failed, passed, strict=True))
     room = limit
     chosen: list[Listed] = [{} for _ in runs]
@@ -380,21 +376,28 @@ def _listed(runs: list[RunFiles], limit: int) -> tuple[list[Listed], int]:
             take = entries[: max(room, 0)]
             chosen[k].update(take)
             room -= len(take)
-    return chosen, total
+    return varying, chosen, total
+
+
+def _listed_records(run: RunFiles, listed: Listed) -> Iterator[dict[str, Any]]:
+    """The records at the ``listed`` positions, in file order, parsed (the others are not:
+    :func:`_scan` has read them all once)."""
+    for i, (_, raw) in enumerate(record_lines(run.episodes)):
+        if i in listed:
+            yield json.loads(raw)
 
 
 def read_episodes(runs: list[RunFiles], limit: int = MAX_LISTED) -> Episodes:
-    """The records of ``runs`` as table rows (at most ``limit``: :func:`_listed`), each
+    """The records of ``runs`` as table rows (at most ``limit``: :func:`_scan`), each
     row's record and trace packed in a chunk."""
-    episodes = Episodes(columns=[*_varying(runs), *TABLE_COLUMNS])
-    listed, episodes.total = _listed(runs, limit)
+    varying, listed, total = _scan(runs, limit)
+    episodes = Episodes(columns=[*varying, *TABLE_COLUMNS])
+    episodes.total = total
     pending: list[str] = []
     size = 0
     for k, run in enumerate(runs):
         traces = _TraceReader(run.traces, set(listed[k].values()))
-        for i, rec in enumerate(iter_jsonl(run.episodes)):
-            if i not in listed[k]:
-                continue
+        for rec in _listed_records(run, listed[k]):
             trace = traces.pop(_trace_key(rec))
             key = episode_key(rec, run.label)
             item = json.dumps(

@@ -37,26 +37,32 @@ def iter_jsonl(path: str | Path, required: Iterable[str] = ()) -> Iterator[dict[
     """
     path = Path(path)
     required = tuple(required)
+    for number, raw in record_lines(path):
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise RecordsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+        except UnicodeDecodeError:
+            raise RecordsError(f"{path}:{number}: not UTF-8 text") from None
+        if not isinstance(row, dict):
+            raise RecordsError(f"{path}:{number}: not a JSON object")
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise RecordsError(f"{path}:{number}: record lacks the key(s) {missing}")
+        yield row
+
+
+def record_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, text) of the lines :func:`iter_jsonl` parses, unparsed: a reader that
+    has seen every record once can go back for a few without parsing the rest again."""
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):
                 if raw.strip():
                     _warn(f"{path}:{number}: skipped a torn last line (a job still writing?)")
                 return
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise RecordsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
-            except UnicodeDecodeError:
-                raise RecordsError(f"{path}:{number}: not UTF-8 text") from None
-            if not isinstance(row, dict):
-                raise RecordsError(f"{path}:{number}: not a JSON object")
-            missing = [k for k in required if k not in row]
-            if missing:
-                raise RecordsError(f"{path}:{number}: record lacks the key(s) {missing}")
-            yield row
+            if raw.strip():
+                yield number, raw
 
 
 def read_jsonl(path: str | Path, required: Iterable[str] = ()) -> list[dict[str, Any]]:
