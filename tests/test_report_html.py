@@ -215,6 +215,25 @@ def test_a_large_run_lists_its_failures_first_and_says_what_it_left_out(run_dir:
     assert listed - failed == set(passed[:3])  # then the successes in file order
 
 
+def test_a_page_listing_one_episode_still_titles_and_counts_every_record(
+    run_dir: Path, page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The title (planners x envs x complexities, tasks per cell) and the count under it
+    describe the run, not the rows the table had room for."""
+    from planarena.experiments.analysis import report_html
+
+    records = _jsonl(run_dir / "episodes.jsonl")
+    whole = report_html.read_episodes
+    monkeypatch.setattr(report_html, "read_episodes", lambda runs: whole(runs, limit=1))
+    one_row = report_html.render_page([run_dir], tmp_path)
+    heading = re.compile(r"<h1>.*?</h1>\n<p class=muted>[^:]*: ([^;]*);")
+    full, cut = heading.search(page), heading.search(one_row)
+    assert full is not None and cut is not None
+    assert cut.group(0).split("\n")[0] == full.group(0).split("\n")[0]  # the title
+    planners = len({r["planner"] for r in records})
+    assert cut.group(1) == full.group(1) == f"{len(records)} episodes of {planners} planners"
+
+
 def test_every_planner_and_the_provenance_are_on_the_page(page: str, run_dir: Path) -> None:
     records = _jsonl(run_dir / "episodes.jsonl")
     parsed = parse(page)

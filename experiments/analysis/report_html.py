@@ -103,6 +103,8 @@ class Episodes:
     rows: list[dict[str, Any]] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)  # base64 of gzip of a JSON array
     total: int = 0  # the records of the runs, listed or not
+    # each (planner, env, complexity, task_id) of the runs once, listed or not, as met
+    shape: list[dict[str, Any]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- Markdown (summary.md)
@@ -350,12 +352,17 @@ def _gzip_b64(text: str) -> str:
 Listed = dict[int, tuple[str, str, str, int]]  # a record's position -> its trace key
 
 
-def _scan(runs: list[RunFiles], limit: int) -> tuple[list[tuple[str, str]], list[Listed], int]:
-    """One pass over the records: the optional columns that take more than one value
-    across them; per run, the records the table lists, by position (every one up to
-    ``limit``; beyond it the failed episodes first, then the rest, in file order); and the
-    total."""
+SHAPE_KEYS = ("planner", "env", "complexity", "task_id")
+"""What the page's title and its planner count read of every record (listed or not)."""
+
+
+def _scan(runs: list[RunFiles], limit: int) -> tuple[list[Listed], Episodes]:
+    """One pass over the records: per run, the records the table lists, by position (every
+    one up to ``limit``; beyond it the failed episodes first, then the rest, in file order);
+    and the episodes, no row read yet, with their columns (the optional ones that take more
+    than one value across the records), the total and the shape of every record."""
     seen: dict[str, set[str]] = {c: set() for c in VARYING_COLUMNS}
+    shape: dict[tuple[Any, ...], None] = {}
     failed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
     passed: list[list[tuple[int, tuple[str, str, str, int]]]] = []
     for run in runs:
@@ -363,6 +370,7 @@ def _scan(runs: list[RunFiles], limit: int) -> tuple[list[tuple[str, str]], list
         for i, rec in enumerate(iter_jsonl(run.episodes)):
             for c in VARYING_COLUMNS:
                 seen[c].add(str(rec.get(c)))
+            shape[tuple(rec.get(k) for k in SHAPE_KEYS)] = None
             (p if rec.get("success") else f).append((i, _trace_key(rec)))
         failed.append(f)
         passed.append(p)
@@ -376,7 +384,9 @@ def _scan(runs: list[RunFiles], limit: int) -> tuple[list[tuple[str, str]], list
             take = entries[: max(room, 0)]
             chosen[k].update(take)
             room -= len(take)
-    return varying, chosen, total
+    episodes = Episodes(columns=[*varying, *TABLE_COLUMNS], total=total)
+    episodes.shape = [dict(zip(SHAPE_KEYS, key, strict=True)) for key in shape]
+    return chosen, episodes
 
 
 def _listed_records(run: RunFiles, listed: Listed) -> Iterator[dict[str, Any]]:
@@ -390,9 +400,7 @@ def _listed_records(run: RunFiles, listed: Listed) -> Iterator[dict[str, Any]]:
 def read_episodes(runs: list[RunFiles], limit: int = MAX_LISTED) -> Episodes:
     """The records of ``runs`` as table rows (at most ``limit``: :func:`_scan`), each
     row's record and trace packed in a chunk."""
-    varying, listed, total = _scan(runs, limit)
-    episodes = Episodes(columns=[*varying, *TABLE_COLUMNS])
-    episodes.total = total
+    listed, episodes = _scan(runs, limit)
     pending: list[str] = []
     size = 0
     for k, run in enumerate(runs):
@@ -673,12 +681,12 @@ def page_parts(run_dirs: Sequence[Path], out_dir: Path) -> Iterator[str]:
     out_dir = Path(out_dir)
     runs = _runs([Path(d) for d in run_dirs], out_dir)
     episodes = read_episodes(runs)
-    title = page_title(episodes.rows, [r.path for r in runs] or [out_dir])
+    title = page_title(episodes.shape, [r.path for r in runs] or [out_dir])
     first = _read_json(runs[0].path / "run.json")
     status = _read_json(runs[0].path / "status.json") if len(runs) == 1 else None
-    planners = list(dict.fromkeys(str(r.get("planner")) for r in episodes.rows))
+    planners = list(dict.fromkeys(str(r.get("planner")) for r in episodes.shape))
     where = runs[0].path.name if len(runs) == 1 else out_dir.resolve().name
-    sub = f"{where}: {len(episodes.rows)} episodes of {len(planners)} planners"
+    sub = f"{where}: {episodes.total} episodes of {len(planners)} planners"
     sub += f" in {len(runs)} runs" if len(runs) > 1 else ""
     sub += f"; {_code_line(first)}" if len(runs) == 1 else ""
     if status:
