@@ -5,6 +5,7 @@ intervals, and byte-identical output."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,29 @@ def test_write_figures_writes_one_file_per_metric_at_two_widths(tmp_path: Path) 
         assert a.read_bytes() == b.read_bytes(), a.name
     pdf = (tmp_path / "a" / "figures" / "completion.pdf").read_bytes()
     assert b"CreationDate" not in pdf and b"Matplotlib" not in pdf
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_work_meanwhile_runs_once_and_every_figure_is_written_even_when_it_fails(
+    tmp_path: Path, processes: int
+) -> None:
+    """A study's analysis runs while the figures are drawn (write_figures' ``meanwhile``):
+    it runs once, in this process, and its failure is raised only once every figure is
+    written, each the same bytes as without it."""
+    episodes = make_episodes(planners=PLANNERS[:2], envs=ENVS[:1], n_tasks=2)
+    alone = write_figures(episodes, tmp_path / "alone", processes=processes)
+    pid, calls = os.getpid(), []
+
+    def analysis() -> None:
+        calls.append(os.getpid())
+        raise RuntimeError("the analysis failed")
+
+    with pytest.raises(RuntimeError, match="analysis failed"):
+        write_figures(episodes, tmp_path / "with", processes=processes, meanwhile=analysis)
+    assert calls == [pid]
+    for path in alone:
+        twin = tmp_path / "with" / "figures" / path.name
+        assert twin.read_bytes() == path.read_bytes(), path.name
 
 
 @pytest.mark.parametrize(("name", "width"), ALL)

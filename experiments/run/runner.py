@@ -24,6 +24,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -215,6 +216,13 @@ LOOK_COLUMNS = (
 """The record columns a study's look reads."""
 
 
+def _render_study(cfg: DictConfig, out_dir: Path, records: pd.DataFrame, text: list[str]) -> None:
+    """The study's files from the job's records; what it prints appended to ``text``."""
+    from planarena.experiments.studies.report import render_study
+
+    text.append(render_study(out_dir, canonical(config_of(cfg)), out_dir, records=records))
+
+
 def finish(
     out_dir: Path,
     seed: int,
@@ -223,6 +231,7 @@ def finish(
     figures: bool = True,
     reference_cell: str = "",
     records: pd.DataFrame | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """Parquet copy, summaries and (optionally) figures; returns the completion table and the
     records' columns the tables, figures and the job's messages read (``detail`` too). In a
@@ -231,7 +240,7 @@ def finish(
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
     strings as categoricals): about 0.2 KB an episode is held, not its whole record. A job
     that holds every record anyway (a study's) passes them as ``records``: copied, not read
-    again."""
+    again, and its analysis as ``meanwhile``: run while the figure workers draw."""
     from planarena.experiments.analysis.tables import format_completion_table, write_summaries
     from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
     from planarena.experiments.records.store import parquet_of, write_parquet
@@ -254,7 +263,12 @@ def finish(
         from planarena.experiments.analysis.figures import write_figures
 
         order = list(planner_order)
-        write_figures(measured(df), out_dir, seed=seed, planner_order=order, summary=summary)
+        write_figures(
+            measured(df), out_dir, seed=seed, planner_order=order, summary=summary,
+            meanwhile=meanwhile,
+        )  # fmt: skip
+    elif meanwhile is not None:
+        meanwhile()
     return format_completion_table(summary), df
 
 
@@ -384,7 +398,6 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         claimed: list[str] = []
         name = cfg.get("study")
         studied = bool(name) and int(cfg.get("shards", 1)) <= 1  # renders itself below
-        records = None
 
         def on_claim(config_id: str) -> None:
             claimed.append(config_id)
@@ -415,8 +428,13 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
         return_freed_memory()
-        if studied:  # the study reads every record: parsed once, for the tables and for it
-            records = load_records(out_dir / EPISODES)
+        # a study reads every record: parsed once, for the tables and for its analysis, which
+        # runs while the figures are drawn; what it prints lands in study_text
+        study_text: list[str] = []
+        records = load_records(out_dir / EPISODES) if studied else None
+        meanwhile = None
+        if records is not None:
+            meanwhile = partial(_render_study, cfg, out_dir, records, study_text)
         table, df = finish(
             out_dir,
             int(cfg.seed),
@@ -424,7 +442,9 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             figures=draw,
             reference_cell=reference,
             records=records,
+            meanwhile=meanwhile,
         )
+        del records, meanwhile
     except (ConfigError, RunDirError, RecordsError) as exc:
         return 2, f"planarena: {exc}"
     except (InfrastructureError, HarnessStop) as exc:
@@ -454,12 +474,8 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             f"\nstudy {name}: shard {cfg.shard} of {cfg.shards}; the sweep's aggregate (or "
             "planarena-report on the sweep dir) writes the study from every shard's records"
         )
-    elif studied:  # the study's own analysis, from the run's records alone
-        from planarena.experiments.studies.report import render_study
-
-        config = canonical(config_of(cfg))
-        shown.append("\n" + render_study(out_dir, config, out_dir, records=records))
-        del records
+    elif studied:  # the study's own analysis, from the run's records alone (run by finish)
+        shown.append("\n" + study_text[0])
     print("\n".join(shown))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()
     if capped is None and not errors:  # a rerun with nothing to do shows these again

@@ -223,6 +223,7 @@ def write_figures(
     planner_order: list[str] | None = None,
     summary: pd.DataFrame | None = None,
     processes: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[Path]:
     """Write every figure as PDF and PNG into ``out_dir/figures/``; returns the paths.
 
@@ -241,11 +242,15 @@ def write_figures(
 
     Figures are drawn by ``processes`` forked workers (default: one per available core, at
     most one per figure): drawing dominates a small job's time and each figure is
-    independent. The bytes do not depend on the number of workers.
+    independent. The bytes do not depend on the number of workers. ``meanwhile`` (a job's
+    study analysis) runs in this process while they draw, so the cores they leave idle are
+    used; the figures are all written before it returns, whether ``meanwhile`` raises or not.
 
     No measured episode (e.g. a cost cap that cut the first one): no figure, an empty list.
     """
     if df.empty:
+        if meanwhile is not None:
+            meanwhile()
         return []
     _check(df)
     df = with_swept_columns(df)
@@ -280,9 +285,16 @@ def write_figures(
     try:
         if n > 1 and "fork" in multiprocessing.get_all_start_methods():
             with multiprocessing.get_context("fork").Pool(n) as pool:
-                drawn = pool.map(_draw_pending, range(len(pending)), chunksize=1)
+                drawing = pool.map_async(_draw_pending, range(len(pending)), chunksize=1)
+                try:
+                    if meanwhile is not None:
+                        meanwhile()
+                finally:
+                    drawn = drawing.get()
         else:
             drawn = [_draw_pending(i) for i in range(len(pending))]
+            if meanwhile is not None:
+                meanwhile()
     finally:
         _PENDING.clear()
     return [path for paths in drawn for path in paths]
