@@ -39,6 +39,8 @@ from planarena.envs.report.env import ReportEnv
 from planarena.experiments.run.episode import simulate
 from planarena.planners.llm.profiles import SKILLS, ModelProfile
 
+from .timing import timed
+
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PLANNERS = default_choices("planner")  # the default planner set, as config.yaml defines it
 
@@ -269,17 +271,6 @@ STARTUP_JOB = ("planner=react", "env=report", "complexity=simple", "n_tasks=10")
 """The small job whose start-up :func:`startup` measures (default figures on)."""
 
 
-def _timed(cmd: Sequence[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the process tree) of one command."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed with status {status}")
-    return wall, usage.ru_utime + usage.ru_stime
-
-
 def startup(repeats: int = 3) -> list[dict[str, object]]:
     """Median wall and CPU seconds of what a user waits for before any episode matters:
     ``planarena --help``, a 10-episode job from scratch, and the same command again with
@@ -287,11 +278,11 @@ def startup(repeats: int = 3) -> list[dict[str, object]]:
     runner = [sys.executable, "-m", "planarena.experiments.run.runner", "progress=false"]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = [_timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run{i}"])
+        fresh = [timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run{i}"])
                  for i in range(repeats)]  # fmt: skip
-        again = [_timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run0"])
+        again = [timed([*runner, *STARTUP_JOB, f"hydra.run.dir={tmp}/run0"])
                  for _ in range(repeats)]  # fmt: skip
-    helped = [_timed([sys.executable, "-m", "planarena.experiments.run.runner", "--help"])
+    helped = [timed([sys.executable, "-m", "planarena.experiments.run.runner", "--help"])
               for _ in range(repeats)]  # fmt: skip
     for what, times in (
         ("`planarena --help`", helped),

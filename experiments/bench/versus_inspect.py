@@ -46,9 +46,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .timing import timed
 
 INSPECT_VERSION = "0.3.285"
 SMALL_N = 10  # the run whose cost is the fixed start-up cost (subtracted in the second ratio)
@@ -176,22 +177,6 @@ class Run:
     tool_calls: int | None
 
 
-def measure(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[float, float]:
-    """CPU (user + system of the child and the children it waited for) and wall seconds of
-    ``cmd``: ``os.wait4`` gives the child's own rusage, which ``getrusage(RUSAGE_CHILDREN)``
-    would mix with every earlier child of this process."""
-    with log.open("wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}; {log}:\n{tail}")
-    return usage.ru_utime + usage.ru_stime, wall
-
-
 def run_planarena(python: str, n: int, work: Path, tag: str) -> Run:
     """A fresh planarena ReAct job of ``n`` episodes (a fresh run dir, so nothing resumes)."""
     run_dir = work / f"planarena-{tag}"
@@ -208,7 +193,7 @@ def run_planarena(python: str, n: int, work: Path, tag: str) -> Run:
         "progress=false",
         f"hydra.run.dir={run_dir}",
     ]
-    cpu, wall = measure(cmd, dict(os.environ), work, work / f"planarena-{tag}.log")
+    wall, cpu = timed(cmd, cwd=work, log=work / f"planarena-{tag}.log")
     with (run_dir / "episodes.jsonl").open() as lines:
         records = [json.loads(line) for line in lines if line.strip()]
     if len(records) != n:
@@ -250,7 +235,7 @@ def run_inspect(python: str, n: int, model_calls: int, work: Path, tag: str) -> 
     cmd = [python, str(work / "task.py"), str(n), str(model_calls)]
     cmd += [str(work / f"inspect-{tag}-logs"), str(summary_path)]
     env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(work / "tiktoken"))
-    cpu, wall = measure(cmd, env, work, work / f"inspect-{tag}.log")
+    wall, cpu = timed(cmd, env=env, cwd=work, log=work / f"inspect-{tag}.log")
     s = json.loads(summary_path.read_text())
     ok = (
         s["status"] == "success"
