@@ -199,15 +199,26 @@ def task_means(data: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 
 
 def split_tasks(means: pd.DataFrame, planners: Sequence[str]) -> dict[str, pd.DataFrame]:
-    """:func:`per_task` of the means of one point (indexed by planner x task)."""
+    """:func:`per_task` of the means of one point (indexed by planner x task, sorted: each
+    planner's rows are one block, its tasks in order)."""
+    names = np.asarray(means.index.get_level_values("planner"))
+    tasks = means.index.get_level_values("task")
+    starts = np.flatnonzero(np.r_[True, names[1:] != names[:-1]]) if len(names) else []
+    ends = np.r_[starts[1:], len(names)] if len(names) else []
+    blocks = {names[a]: (int(a), int(b)) for a, b in zip(starts, ends, strict=True)}
+    present = [p for p in planners if p in blocks]
+    if not present:
+        return {}
+    common = tasks[slice(*blocks[present[0]])]
+    for p in present[1:]:
+        common = common.intersection(tasks[slice(*blocks[p])])
     out = {}
-    common: pd.Index | None = None
-    present = set(means.index.get_level_values("planner"))
-    for p in planners:
-        if p in present:
-            out[p] = means.xs(p, level="planner")
-            common = out[p].index if common is None else common.intersection(out[p].index)
-    return {p: t.loc[common] for p, t in out.items()} if common is not None else {}
+    for p in present:
+        a, b = blocks[p]
+        frame = means.iloc[a + tasks[a:b].get_indexer(common)]
+        frame.index = common
+        out[p] = frame
+    return out
 
 
 def _ratio(cost: np.ndarray, success: np.ndarray) -> float:
