@@ -29,6 +29,8 @@ from planarena.experiments.studies.decision_map import (
 from planarena.experiments.studies.decision_map_verdicts import verdicts
 from planarena.experiments.studies.registry import canonical
 from planarena.experiments.studies.report import render_study, study_config
+from planarena.experiments.studies.sequential_replay import main as replay_main
+from planarena.experiments.studies.sequential_replay import with_positions
 from planarena.planners.auto import AutoPlanner, load_map
 
 PLANNERS = ["react", "plan_execute", "plan_execute_replan", "tot"]
@@ -248,6 +250,11 @@ def test_a_tiny_study_runs_end_to_end_and_its_map_drives_auto(tmp_path: Path) ->
         "weak",
     }
     assert "Length within a family" in (tmp_path / "decision_map.md").read_text()
+    # the sequential replay cuts each env x complexity at the tasks the env made first
+    data = with_positions(pd.read_json(tmp_path / "episodes.jsonl", lines=True), config)
+    assert data["complexity"].nunique() > 1
+    assert (data["position"] == data["task_id"].str[-4:].astype(int)).all()
+    assert replay_main([str(tmp_path), "--looks", "2"]) == 0
     for name in ("decision_map_completion.png", "decision_map_cost-1col.png"):
         assert (tmp_path / "figures" / name).stat().st_size > 0
     load_map.cache_clear()

@@ -137,3 +137,45 @@ def test_a_bad_schedule_is_one_line_before_anything_runs(extra: list[str], messa
     with pytest.raises(ConfigError, match=message) as caught:
         validate(_compose(*extra))
     assert "\n" not in str(caught.value)
+
+
+# ---------------------------------------------------------------- the replay on a full run
+
+
+def _full_run(first: list[tuple[int, int]], rest: tuple[int, int], n: int = 40) -> pd.DataFrame:
+    """One cell, one length bin, one family: planners a and b on ``n`` tasks; task i's
+    (a, b) successes are ``first[i]`` for the first tasks and ``rest`` after."""
+    rows = []
+    for i in range(n):
+        outcome = first[i] if i < len(first) else rest
+        for planner, success in zip(("a", "b"), outcome, strict=True):
+            rows.append(
+                {
+                    "cell": "c",
+                    "planner": planner,
+                    "env": "report",
+                    "complexity": "simple",
+                    "steps_bin": "3-4",
+                    "task": f"report/t{i:04d}",
+                    "position": i,
+                    "success": float(success),
+                    "cost_usd": 0.01,
+                    "latency_s": 1.0,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_the_replay_reads_only_each_looks_first_tasks() -> None:
+    from planarena.experiments.studies.sequential_replay import replay
+
+    rule = Rule(looks=2)
+    # a wins each of the first 20 tasks, then b wins every later one: at 20 tasks the cell
+    # is settled; read whole, it is a tie that no look settles
+    decisive = _full_run([(1, 0)] * 20, (0, 1))
+    stopped = replay(decisive, ["a", "b"], [10, 20], rule)
+    assert stopped.to_dict("records") == [
+        {"cell": "c", "stops_at": 10, "episodes": 20, "episodes_full": 80}
+    ]
+    close = _full_run([(1, 0), (0, 1)] * 10, (1, 0))  # 10 wins each in the first 20
+    assert replay(close, ["a", "b"], [10, 20], rule)["stops_at"].tolist() == [40]

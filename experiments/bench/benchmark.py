@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -246,25 +246,22 @@ def instructions_per_episode() -> list[dict[str, object]]:
     return rows
 
 
-def instructions_per_planner(planners: Sequence[str]) -> list[dict[str, object]]:
+def instructions_per_planner(planners: Sequence[str]) -> Iterator[dict[str, object]]:
     """Each planner's instructions per episode on the default envs and complexities (the
-    difference of ``n_tasks=1`` and ``3``, as :func:`instructions_per_episode`)."""
+    difference of ``n_tasks=1`` and ``3``, as :func:`instructions_per_episode`), yielded as
+    each is counted: the whole set takes most of an hour, and a stopped run keeps its rows."""
     from concurrent.futures import ThreadPoolExecutor
 
-    rows = []
     for planner in planners:
         with ThreadPoolExecutor(2) as pool:
             (i_a, n_a), (i_b, n_b) = pool.map(
                 _instructions, [(f"planner={planner}", f"n_tasks={n}") for n in (1, 3)]
             )
-        rows.append(
-            {
-                "planner": planner,
-                "episodes counted": n_b - n_a,
-                "M instructions / episode": round((i_b - i_a) / (n_b - n_a) / 1e6, 2),
-            }
-        )
-    return rows
+        yield {
+            "planner": planner,
+            "episodes counted": n_b - n_a,
+            "M instructions / episode": round((i_b - i_a) / (n_b - n_a) / 1e6, 2),
+        }
 
 
 STARTUP_JOB = ("planner=react", "env=report", "complexity=simple", "n_tasks=10")
@@ -300,10 +297,19 @@ def startup(repeats: int = 3) -> list[dict[str, object]]:
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(markdown_lines(rows))
+
+
+def markdown_lines(rows: Iterable[dict[str, object]]) -> Iterator[str]:
+    """A Markdown table a line at a time: the header with the first row, then each row as
+    it comes (so a long measurement prints what it has)."""
+    keys: list[str] = []
+    for row in rows:
+        if not keys:
+            keys = list(row)
+            yield "| " + " | ".join(keys) + " |"
+            yield "|" + "---|" * len(keys)
+        yield "| " + " | ".join(str(row[k]) for k in keys) + " |"
 
 
 def main() -> None:
@@ -353,6 +359,12 @@ def main() -> None:
         action="store_true",
         help="callgrind each default planner on its own (two jobs per planner; slow)",
     )
+    parser.add_argument(
+        "--planners",
+        nargs="*",
+        default=[],
+        help="with --instructions-per-planner: these planners only (default: the default set)",
+    )
     args = parser.parse_args()
     if args.startup:
         print("\n## Start-up (fresh processes; median of 3)\n")
@@ -374,7 +386,8 @@ def main() -> None:
         print(markdown(instructions_per_episode()))
     if args.instructions_per_planner:
         print("\n## CPU instructions per episode, per planner (callgrind)\n")
-        print(markdown(instructions_per_planner(PLANNERS)))
+        for line in markdown_lines(instructions_per_planner(args.planners or PLANNERS)):
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
