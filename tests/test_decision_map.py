@@ -307,3 +307,32 @@ def test_the_docs_blocks_are_rendered_from_the_shipped_runs() -> None:
         assert all(f"<!-- rendered: {name} -->" in text for name in page.renderers)
         assert page.render(text) == text
     assert {p.path.name for p in pages()} >= {"decision-map.md", "planners.md"}
+
+
+def test_every_cell_label_fits_its_cell_even_for_a_tie_of_two_long_names() -> None:
+    base = {"cell": "x", "skill": "strong", "fault_rate_scale": 1.0, "dm_kind": "grid"}
+    points = pd.DataFrame(
+        [
+            {**base, "steps_bin": "<=3", "cost_best": "plan_execute_rerun", "cost": 0.01,
+             "cost_second": "plan_execute_replan", "cost_second_value": 0.0101,
+             "cost_separable": False},
+            {**base, "steps_bin": "4-5", "cost_best": "plan_execute_rerun", "cost": 0.01,
+             "cost_second": "plan_execute_replan", "cost_second_value": 0.01001,
+             "cost_separable": True},
+        ]
+    )  # fmt: skip
+    skills, rates = ["strong", "weak", "weak_json", "reasoning"], [0.5, 1.0, 2.0]
+    bins = ["<=3", "4-5", "6-8", "9-12", "13+"]  # the shipped map's panels and cells
+    for width in (7.0, 3.4):
+        fig = decision_figure(points, "cost", skills, rates, bins, width)
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        labels = [t for t in ax.texts if t.get_position() in ((0, 1), (1, 1))]
+        assert len(labels) == 2
+        for text in labels:
+            x, y = text.get_position()
+            cell = ax.transData.transform([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)])
+            box = text.get_window_extent(renderer)
+            assert cell[0][0] <= box.x0 and box.x1 <= cell[1][0], (width, text.get_text())
+            assert cell[0][1] <= box.y0 and box.y1 <= cell[1][1], (width, text.get_text())
+        assert "+<1%" in labels[1].get_text()  # a separable winner never reads "+0%"

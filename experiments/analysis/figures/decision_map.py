@@ -44,6 +44,8 @@ SHORT: Mapping[str, str] = {
 """Short labels that fit a heat-map cell."""
 
 TIE_COLOR = "#d9d9d9"
+TIE_PAIR_WIDTH = 9
+"""The longest "A≈B" a cell holds on one line (characters, at the panel's font)."""
 METRICS: Mapping[str, str] = {
     "completion": "completion",
     "cost": "cost per completed task",
@@ -163,7 +165,8 @@ def _panel(
             )
             face = to_rgba(colors[str(best)], strength)
             unit = "pp" if metric == "completion" else "%"
-            label = f"{short(str(best))}\n+{100 * abs(margin):.0f}{unit}"
+            shown = f"{100 * abs(margin):.0f}"
+            label = f"{short(str(best))}\n+{'<1' if shown == '0' else shown}{unit}"
             rect = Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor="white")
             text_color = "white" if strength > 0.7 and colors[str(best)] in _DARK else "black"
         else:
@@ -173,6 +176,8 @@ def _panel(
                 if isinstance(best, str) and isinstance(second, str)
                 else "n/a"
             )
+            if len(pair) > TIE_PAIR_WIDTH:  # two long names: one a line, or it spills over
+                pair = pair.replace("≈", "≈\n")
             more = len(str(r.get(f"{metric}_ties", "") or "").split()) - 1
             label = f"tie\n{pair}" + (
                 f"\n+{more} more" if metric == "completion" and more > 0 else ""
