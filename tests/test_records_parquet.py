@@ -235,7 +235,7 @@ def test_tables_from_the_columns_they_read_are_byte_identical(
 def test_finish_writes_what_the_whole_records_frame_gives(
     small_run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from planarena.experiments.run.runner import finish
+    from planarena.experiments.run.runner import StudyWork, finish
 
     for d in ("batched", "parsed", "whole"):
         (tmp_path / d).mkdir()
@@ -246,8 +246,11 @@ def test_finish_writes_what_the_whole_records_frame_gives(
     table, df = finish(tmp_path / "batched", 0, [], figures=False)
     # a study's job: its records parsed once, whole, and handed over
     parsed = load_records(tmp_path / "parsed" / "episodes.jsonl")
-    table_p, df_p = finish(tmp_path / "parsed", 0, [], figures=False, records=parsed)
+    analysed: list[pd.DataFrame] = []
+    study = StudyWork(parsed, lambda frame: analysed.append(frame) or "analysed")
+    table_p, df_p = finish(tmp_path / "parsed", 0, [], figures=False, study=study)
     assert table_p == table
+    assert study.printed == "analysed" and len(analysed) == 1 and analysed[0] is parsed
     pd.testing.assert_frame_equal(df_p, df)
     # the reference: the whole frame, every column, to Parquet and to the tables
     full = load_records(tmp_path / "whole" / "episodes.jsonl")

@@ -24,7 +24,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,11 +216,29 @@ LOOK_COLUMNS = (
 """The record columns a study's look reads."""
 
 
-def _render_study(cfg: DictConfig, out_dir: Path, records: pd.DataFrame, text: list[str]) -> None:
-    """The study's files from the job's records; what it prints appended to ``text``."""
+@dataclass
+class StudyWork:
+    """A study job's records, parsed once for both its tables and its analysis, and that
+    analysis: :func:`finish` runs it while the figure workers draw; ``printed`` holds what it
+    returned once it has run."""
+
+    records: pd.DataFrame
+    analyse: Callable[[pd.DataFrame], str]
+    printed: str = ""
+
+    def run(self) -> None:
+        self.printed = self.analyse(self.records)
+
+
+def study_work(cfg: DictConfig, out_dir: Path) -> StudyWork:
+    """The job's study analysis over every record of ``out_dir``."""
     from planarena.experiments.studies.report import render_study
 
-    text.append(render_study(out_dir, canonical(config_of(cfg)), out_dir, records=records))
+    config = canonical(config_of(cfg))
+    return StudyWork(
+        load_records(out_dir / EPISODES),
+        lambda records: render_study(out_dir, config, out_dir, records=records),
+    )
 
 
 def finish(
@@ -230,17 +248,16 @@ def finish(
     *,
     figures: bool = True,
     reference_cell: str = "",
-    records: pd.DataFrame | None = None,
-    meanwhile: Callable[[], object] | None = None,
+    study: StudyWork | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """Parquet copy, summaries and (optionally) figures; returns the completion table and the
     records' columns the tables, figures and the job's messages read (``detail`` too). In a
     study's grid the summaries are its ``reference_cell``'s (its first cell's) records.
 
     The records are copied to Parquet a chunk at a time, keeping only those columns (repeated
-    strings as categoricals): about 0.2 KB an episode is held, not its whole record. A job
-    that holds every record anyway (a study's) passes them as ``records``: copied, not read
-    again, and its analysis as ``meanwhile``: run while the figure workers draw."""
+    strings as categoricals): about 0.2 KB an episode is held, not its whole record. A study's
+    job holds every record anyway: its ``study`` records are copied, not read again, and its
+    analysis runs while the figure workers draw (or here, without figures)."""
     from planarena.experiments.analysis.tables import format_completion_table, write_summaries
     from planarena.experiments.records.columns import CATEGORY_COLUMNS, EPISODE_COLUMNS
     from planarena.experiments.records.store import parquet_of, write_parquet
@@ -250,10 +267,10 @@ def finish(
     columns = (*EPISODE_COLUMNS, "detail", *("cell" for _ in cell))
     categories = (*CATEGORY_COLUMNS, "detail", *("cell" for _ in cell))
     dest = out_dir / "episodes.parquet"
-    if records is None:
+    if study is None:
         df = write_parquet(out_dir / EPISODES, dest, columns=columns, categories=categories)
     else:
-        df = parquet_of(records, dest, columns=columns, categories=categories)
+        df = parquet_of(study.records, dest, columns=columns, categories=categories)
     if reference_cell:  # a study's grid: the job's own tables are its reference cell's
         df = df[df["cell"] == reference_cell].reset_index(drop=True)
     return_freed_memory()  # the parsed chunks' pages
@@ -265,10 +282,10 @@ def finish(
         order = list(planner_order)
         write_figures(
             measured(df), out_dir, seed=seed, planner_order=order, summary=summary,
-            meanwhile=meanwhile,
+            meanwhile=study.run if study is not None else None,
         )  # fmt: skip
-    elif meanwhile is not None:
-        meanwhile()
+    elif study is not None:
+        study.run()
     return format_completion_table(summary), df
 
 
@@ -428,23 +445,19 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
         caches.clear_all()  # and the episode phase's caches: none of it is read again
         gc.collect()
         return_freed_memory()
-        # a study reads every record: parsed once, for the tables and for its analysis, which
-        # runs while the figures are drawn; what it prints lands in study_text
-        study_text: list[str] = []
-        records = load_records(out_dir / EPISODES) if studied else None
-        meanwhile = None
-        if records is not None:
-            meanwhile = partial(_render_study, cfg, out_dir, records, study_text)
+        # a study reads every record: parsed once, for the tables and for its analysis,
+        # which runs while the figures are drawn
+        study = study_work(cfg, out_dir) if studied else None
         table, df = finish(
             out_dir,
             int(cfg.seed),
             list(cfg.planner),
             figures=draw,
             reference_cell=reference,
-            records=records,
-            meanwhile=meanwhile,
+            study=study,
         )
-        del records, meanwhile
+        printed = study.printed if study is not None else ""
+        del study  # its records: the page and messages read ``df``
     except (ConfigError, RunDirError, RecordsError) as exc:
         return 2, f"planarena: {exc}"
     except (InfrastructureError, HarnessStop) as exc:
@@ -475,7 +488,7 @@ def execute(cfg: DictConfig, out_dir: Path, *, in_sweep: bool) -> tuple[int, str
             "planarena-report on the sweep dir) writes the study from every shard's records"
         )
     elif studied:  # the study's own analysis, from the run's records alone (run by finish)
-        shown.append("\n" + study_text[0])
+        shown.append("\n" + printed)
     print("\n".join(shown))
     errors = df["failure_mode"].isin(NOT_MEASURED).any()
     if capped is None and not errors:  # a rerun with nothing to do shows these again
