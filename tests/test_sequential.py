@@ -179,3 +179,38 @@ def test_the_replay_reads_only_each_looks_first_tasks() -> None:
     ]
     close = _full_run([(1, 0), (0, 1)] * 10, (1, 0))  # 10 wins each in the first 20
     assert replay(close, ["a", "b"], [10, 20], rule)["stops_at"].tolist() == [40]
+
+
+@study("render_fails_for_test")
+class RenderFails(Study):
+    """One cell; its analysis refuses the records as a study refuses a bad config."""
+
+    def render(
+        self, records: pd.DataFrame, config: Mapping[str, Any], out_dir: Path, *, seed: int
+    ) -> str:
+        del records, config, out_dir, seed
+        raise ConfigError("render_fails_for_test.threshold: must be below 1")
+
+
+def test_a_study_that_refuses_its_records_is_one_line_status_2_and_keeps_them(
+    tmp_path: Path,
+) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+    from planarena.experiments.run.runner import execute
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIGS)):
+        overrides = [*BASE, "workers=1", "study=render_fails_for_test"]
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # as the command line's job has it
+    with open_dict(cfg):
+        del cfg["hydra"]
+    try:
+        code, message = execute(cfg, tmp_path, in_sweep=False)
+    finally:
+        HydraConfig.instance().cfg = None  # type: ignore[assignment]  # no other test sees it
+    assert code == 2
+    assert message == "planarena: render_fails_for_test.threshold: must be below 1"
+    records = (tmp_path / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(records) == 2 * 2 * 3  # planners x complexities x tasks: nothing lost
+    assert (tmp_path / "summary.csv").is_file()  # the job's own tables were written first
