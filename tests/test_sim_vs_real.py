@@ -26,6 +26,7 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     kendall_tau_b,
     kendall_tau_b_rows,
     on_tasks,
+    pair_comparisons,
     tau_with_interval,
 )
 from planarena.planners.llm.profiles import SKILLS, SkillProfile
@@ -470,3 +471,34 @@ def test_the_docs_result_is_rendered_from_its_shipped_run() -> None:
     assert "<!-- rendered: sim_vs_real -->" in page and "### Verdict" in page
     assert SIM_VS_REAL.render(page) == page
     assert SIM_VS_REAL in pages()
+
+
+def _completing(done: dict[str, int], n_tasks: int) -> pd.DataFrame:
+    """Synthetic records: each planner completes every task (1) or none (0)."""
+    rows = [
+        {"env": "report", "complexity": "simple", "task_id": f"t{i:02d}", "planner": p,
+         "success": bool(v)}
+        for i in range(n_tasks)
+        for p, v in done.items()
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_each_pair_of_planners_is_right_wrong_or_separated_by_one_source_only() -> None:
+    real = _completing({"a": 1, "b": 0, "c": 1, "d": 0}, 30)
+    sim = _completing({"a": 0, "b": 1, "c": 1, "d": 0}, 30)
+    pairs = pair_comparisons(real, sim, ["a", "b", "c", "d"])
+    got = {(r.planner_a, r.planner_b): r.verdict for r in pairs.itertuples()}
+    assert got == {
+        ("a", "b"): "wrong",  # both separate them, opposite ways
+        ("a", "c"): "sim only",
+        ("a", "d"): "real only",
+        ("b", "c"): "real only",
+        ("b", "d"): "sim only",
+        ("c", "d"): "right",
+    }
+    assert set(pairs["real_tasks"]) == {30}
+    # a few tasks apart is no separation: 2 of 30 tasks differ
+    few = _completing({"a": 0, "b": 0}, 30)
+    few.loc[(few["planner"] == "a") & few["task_id"].isin(["t00", "t01"]), "success"] = True
+    assert pair_comparisons(few, few, ["a", "b"])["verdict"].tolist() == ["neither"]

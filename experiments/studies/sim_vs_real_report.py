@@ -14,6 +14,7 @@ from planarena.experiments.records import EPISODES, load_records, measured
 from planarena.experiments.studies.sim_vs_real_config import Settings, split
 from planarena.experiments.studies.sim_vs_real_stats import (
     MEAN_ROW,
+    PAIR_VERDICTS,
     RANKED_BY,
     common_tasks,
     completion_gaps,
@@ -21,6 +22,7 @@ from planarena.experiments.studies.sim_vs_real_stats import (
     failure_distance,
     failure_modes,
     on_tasks,
+    pair_comparisons,
     repeats,
     side_by_side,
     task_key,
@@ -63,6 +65,9 @@ class Comparison:
     distance: pd.DataFrame
     """Per planner (and their mean), the total-variation distance between the two failure-mode
     mixes, its interval and what chance gives (:func:`failure_distance`)."""
+    pairs: pd.DataFrame
+    """Per pair of planners, the completion difference in each source and whether the
+    simulator's comes out as the real one's (:func:`pair_comparisons`)."""
 
 
 def compare(
@@ -90,6 +95,7 @@ def compare(
     )
     disagree = disagreements(table, modes, top=s.top_gaps, min_gap=s.min_gap)
     distance = failure_distance(held, present, modes, seed=seed, n_boot=s.n_boot)
+    pairs = pair_comparisons(held["real"], held["sim"], present)
     return Comparison(
         table,
         gaps,
@@ -107,6 +113,7 @@ def compare(
         taus,
         taus_fit,
         distance,
+        pairs,
     )
 
 
@@ -151,6 +158,7 @@ def write_comparison(
         for key, suffix in (("tau", ""), ("tau_lo", "_lo"), ("tau_hi", "_hi")):
             csv[f"tau_{name}{suffix}"] = t[key]
     csv.to_csv(out_dir / "sim_vs_real.csv", index=False)
+    c.pairs.to_csv(out_dir / "sim_vs_real_pairs.csv", index=False)
     write_extras(x, out_dir)
     text = markdown(c, s, sections=markdown_sections(x))
     (out_dir / "sim_vs_real.md").write_text(text)
@@ -308,6 +316,9 @@ def verdict(c: Comparison) -> list[str]:
             )
             + "."
         )
+    pairs_line = pairs_verdict(c.pairs)
+    if pairs_line:
+        lines.append(pairs_line)
     distance_line = distance_verdict(c)
     if distance_line:
         lines.append(distance_line)
@@ -323,6 +334,60 @@ def verdict(c: Comparison) -> list[str]:
             f"{top[top['failure_mode'] == mode]['mechanism'].iloc[0]}."
         )
     return lines
+
+
+def pairs_section(pairs: pd.DataFrame) -> list[str]:
+    """Each pair of planners by completion, real against sim: the comparisons a user of the
+    simulator would draw, and which of them the real model bears out."""
+    if pairs.empty:
+        return []
+    n = int(pairs["real_tasks"].max())
+    lines = [
+        "## Planner pairs by completion (held-out tasks)",
+        "",
+        "For each pair, the first planner's completion minus the second's on the same tasks, "
+        f"with the exact paired 95 % interval over {n} tasks (only the tasks one planner "
+        "completed and the other did not move it), in the real runs and in the simulator's; "
+        "*directions* compares the two point estimates' signs. A pair is *right* "
+        "when both intervals clear 0 on the same side, *wrong* when they clear it on opposite "
+        "sides; *sim only* is a difference the simulator shows and the real runs do not "
+        "(a comparison the simulator would make that this model does not bear out).",
+        "",
+        "| pair | real, pp [95 % CI] | sim, pp [95 % CI] | directions | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in pairs.itertuples():
+        signs = {math.copysign(1, x) if x else 0 for x in (r.real_diff, r.sim_diff)}
+        directions = "a tie in one" if 0 in signs else "same" if len(signs) == 1 else "opposite"
+        lines.append(
+            f"| {r.planner_a} − {r.planner_b} | {_pp(r.real_diff)} [{_pp(r.real_lo)}, "
+            f"{_pp(r.real_hi)}] | {_pp(r.sim_diff)} [{_pp(r.sim_lo)}, {_pp(r.sim_hi)}] | "
+            f"{directions} | {r.verdict} |"
+        )
+    return lines
+
+
+def pairs_verdict(pairs: pd.DataFrame) -> str | None:
+    """One line: how many pairs of planners the simulator gets right, and which it gets
+    wrong or separates alone."""
+    if pairs.empty:
+        return None
+    counts = pairs["verdict"].value_counts()
+    tally = ", ".join(f"{counts[v]} {v}" for v in PAIR_VERDICTS if v in counts)
+    line = f"- Planner pairs by completion ({len(pairs)}): {tally}."
+    for verdict in ("wrong", "sim only", "real only"):
+        named = pairs[pairs["verdict"] == verdict]
+        if not named.empty:
+            line += (
+                f" {PAIR_VERDICTS[verdict].capitalize()}: "
+                + ", ".join(
+                    f"{r.planner_a} − {r.planner_b} (real {_pp(r.real_diff)}, "
+                    f"sim {_pp(r.sim_diff)} pp)"
+                    for r in named.itertuples()
+                )
+                + "."
+            )
+    return line
 
 
 def _distance_cells(dist: pd.DataFrame, planner: str) -> list[str]:
@@ -414,6 +479,7 @@ def markdown(c: Comparison, s: Settings, sections: tuple[list[str], list[str]] =
             f"{_num(r['tokens_mean'])} | {_num(m['tokens_mean'])} | {_num(r['calls_mean'])} | "
             f"{_num(m['calls_mean'])} |"
         )
+    lines += ["", *pairs_section(c.pairs)]
     failing = [m for m in c.modes if m != "none"]
     lines += [
         "",

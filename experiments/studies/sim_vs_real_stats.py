@@ -286,6 +286,59 @@ def completion_gaps(
 # --------------------------------------------------------------------------- side by side
 
 
+PAIR_VERDICTS = {
+    "right": "both separate them, the same way",
+    "wrong": "both separate them, opposite ways",
+    "sim only": "the simulator separates them, the real runs do not",
+    "real only": "the real runs separate them, the simulator does not",
+    "neither": "neither separates them",
+}
+"""How a pair of planners' completion difference compares, real against sim (the key is the
+``verdict`` column of :func:`pair_comparisons`)."""
+
+
+def pair_comparisons(
+    real: pd.DataFrame, sim: pd.DataFrame, planners: Sequence[str], confidence: float = 0.95
+) -> pd.DataFrame:
+    """Every pair of planners (in ``planners``' order): completion of the first minus the
+    second on the tasks both sources ran, in each source, with the exact paired interval of
+    the difference (wins and losses over tasks, a task's episodes averaged), and whether the
+    simulator's pair comes out as the real one does (:data:`PAIR_VERDICTS`)."""
+    from planarena.experiments.studies.sensitivity_stats import net_win_interval, sign_of
+
+    tasks = sorted(set(task_key(real)) & set(task_key(sim)))
+    rows = []
+    means = {}
+    for name, df in (("real", real), ("sim", sim)):
+        sums, counts = task_matrix(df, "success", tasks, planners)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[name] = sums / counts
+    for i, a in enumerate(planners):
+        for j in range(i + 1, len(planners)):
+            row: dict[str, Any] = {"planner_a": a, "planner_b": planners[j]}
+            signs = {}
+            for name, m in means.items():
+                d = m[:, i] - m[:, j]
+                d = d[np.isfinite(d)]
+                lo, hi = net_win_interval(
+                    int((d > 0).sum()), int((d < 0).sum()), len(d), confidence
+                )
+                signs[name] = sign_of(lo, hi)
+                row.update({
+                    f"{name}_diff": float(d.mean()) if len(d) else math.nan,
+                    f"{name}_lo": lo,
+                    f"{name}_hi": hi,
+                    f"{name}_tasks": len(d),
+                })  # fmt: skip
+            real_sign, sim_sign = signs["real"], signs["sim"]
+            if real_sign and sim_sign:
+                row["verdict"] = "right" if real_sign == sim_sign else "wrong"
+            else:
+                row["verdict"] = "sim only" if sim_sign else "real only" if real_sign else "neither"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def tokens_column(real: pd.DataFrame, sim: pd.DataFrame) -> str:
     """``tokens_o200k`` when both sources carry it (one tokenizer for both: a real server's
     own count is in its model's tokens), else ``tokens_total``."""
