@@ -203,7 +203,9 @@ def _instructions(overrides: Sequence[str]) -> tuple[int, int]:
     """(instructions, episodes) of one ``planarena`` job under callgrind (one process:
     ``workers=1``, no figures; valgrind follows no child). String hashing is seeded
     (``PYTHONHASHSEED=0``): with a random seed, sets and dicts of strings iterate in another
-    order each run, and the same job's count varied by about 3 M instructions in 8.5 G."""
+    order each run. Two runs of one job (react, ``n_tasks=1``, 8.55 G instructions) differed
+    by 2.8 M with two seeds and by 1.6 M with the seed fixed: what is left varies with the
+    clock (times written into records) and the memory layout, not the code."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "valgrind.log"
         cmd = [
