@@ -44,7 +44,7 @@ SHORT: Mapping[str, str] = {
 """Short labels that fit a heat-map cell."""
 
 TIE_COLOR = "#d9d9d9"
-TIE_PAIR_WIDTH = 9
+TIE_PAIR_WIDTH = 10
 """The longest "A≈B" a cell holds on one line (characters, at the panel's font)."""
 METRICS: Mapping[str, str] = {
     "completion": "completion",
