@@ -45,6 +45,7 @@ from planarena.experiments.studies.decision_map_core import (
     REFERENCE_SKILL,
     Settings,
     _ratio,
+    completion_order,
     paired_boot,
     per_task,
     split_tasks,
@@ -149,11 +150,7 @@ def rank_point(
     if len(names) < 2 or not len(next(iter(tasks.values()))):
         return {}
     n = len(next(iter(tasks.values())))
-    rate = {p: float(t["success"].mean()) for p, t in tasks.items()}
-    cost = {
-        p: _ratio(t["cost"].to_numpy(float), t["success"].to_numpy(float)) for p, t in tasks.items()
-    }
-    order = sorted(names, key=lambda p: (-rate[p], cost[p], p))
+    order, rate, cost = completion_order(tasks)
     out: dict[str, Any] = {"n_tasks": n}
     best, second = order[0], order[1]
     d = tasks[best]["success"].to_numpy(float) - tasks[second]["success"].to_numpy(float)

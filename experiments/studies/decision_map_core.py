@@ -221,6 +221,18 @@ def split_tasks(means: pd.DataFrame, planners: Sequence[str]) -> dict[str, pd.Da
     return out
 
 
+def completion_order(
+    tasks: Mapping[str, pd.DataFrame],
+) -> tuple[list[str], dict[str, float], dict[str, float]]:
+    """The planners of a point (:func:`per_task`) as the map ranks them, best first: highest
+    completion, then lowest cost per completed task, then name; with their rates and costs."""
+    rate = {p: float(t["success"].mean()) for p, t in tasks.items()}
+    cost = {
+        p: _ratio(t["cost"].to_numpy(float), t["success"].to_numpy(float)) for p, t in tasks.items()
+    }
+    return sorted(tasks, key=lambda p: (-rate[p], cost[p], p)), rate, cost
+
+
 def _ratio(cost: np.ndarray, success: np.ndarray) -> float:
     done = float(success.sum())
     return float(cost.sum()) / done if done > 0 else math.inf

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from planarena.experiments.records.store import write_parquet
 from planarena.experiments.studies.decision_map import task_table, with_tasks
-from planarena.experiments.studies.decision_map_core import Settings, _ratio, per_task
+from planarena.experiments.studies.decision_map_core import Settings, completion_order, per_task
 from planarena.experiments.studies.sequential import Rule
 
 POINTS = {"bins": ("steps_bin",), "families": ("env", "complexity")}
@@ -54,11 +54,7 @@ def point_settled(point: pd.DataFrame, planners: Sequence[str], rule: Rule) -> b
     tasks = per_task(point, planners)
     if len(tasks) < 2:
         return True  # nothing to compare
-    rate = {p: float(t["success"].mean()) for p, t in tasks.items()}
-    cost = {
-        p: _ratio(t["cost"].to_numpy(float), t["success"].to_numpy(float)) for p, t in tasks.items()
-    }
-    best, second = sorted(tasks, key=lambda p: (-rate[p], cost[p], p))[:2]
+    best, second = completion_order(tasks)[0][:2]
     difference = tasks[best]["success"].to_numpy(float) - tasks[second]["success"].to_numpy(float)
     return rule.completion_settled(difference)
 
