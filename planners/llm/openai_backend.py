@@ -246,7 +246,8 @@ class OpenAIBackend:
             self._shared.warned.add(self.model)
             warnings.warn(
                 f"no price for model {self.model!r} in llm.prices: its cost is recorded as "
-                "null (add an entry to configs/llm/openai.yaml to price it)",
+                "null (to price it, add an entry under prices: in the llm config you run, "
+                "configs/llm/<name>.yaml, or in a config of your own)",
                 stacklevel=3,
             )
         return None
