@@ -23,6 +23,7 @@ from planarena.experiments.analysis.stats import (
     holm,
     kaplan_meier,
     km_median,
+    paired_difference_interval,
     sign_test_p,
     task_bootstrap_percentile,
     task_bootstrap_ratio,
@@ -439,3 +440,25 @@ def test_runs_without_overrides_or_exposure_merge_cleanly() -> None:
     df["exposed_faults"] = [math.nan if i % 2 else "" for i in range(len(df))]
     rec = recovery_by_fault(df.drop(columns="overrides"))
     assert rec["n"].sum() == len(df) // 2 and set(rec["fault"]) == {"(none)"}
+
+
+def test_paired_difference_interval_matches_a_published_example_and_never_pins_itself() -> None:
+    """Newcombe's square-and-add interval for paired data on a published table (complete
+    response before and after consolidation therapy, 59/6/16/80: estimate -0.0621, 95 % CI
+    -0.1186 to -0.0046, Fagerland, Lydersen & Laake 2017, ch. 8), and the two cases where the
+    exact conditional interval collapses: no task differs, and every task that differs goes
+    one way."""
+    low, high = paired_difference_interval(59, 6, 16, 80)
+    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+    low, high = paired_difference_interval(0, 0, 0, 10)  # ten ties: not a certainty of 0
+    assert low < -0.2 and high > 0.2 and math.isclose(low, -high)
+    low, high = paired_difference_interval(0, 2, 0, 8)  # both discordant pairs favour a
+    assert low < 0 < 0.2 < high  # the far end reaches past the estimate
+    # a weak positive pairing (ad - bc = 1, at most n / 2) counts as none: the margins' own
+    # Wilson distances added in quadrature
+    low, high = paired_difference_interval(2, 1, 1, 1)
+    w_low, w_high = wilson(3, 5)
+    assert high == pytest.approx(math.hypot(0.6 - w_low, w_high - 0.6)) and low == -high
+    assert all(math.isnan(x) for x in paired_difference_interval(0, 0, 0, 0))
+    with pytest.raises(ValueError):
+        paired_difference_interval(1, -1, 0, 0)

@@ -56,6 +56,45 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     return (low, high)
 
 
+def paired_difference_interval(
+    both: int, only_a: int, only_b: int, neither: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Interval of ``P(a succeeds) - P(b succeeds)`` from paired outcomes: Newcombe's (1998)
+    square-and-add interval for paired data (his method 10).
+
+    Each proportion gets its Wilson interval; the two distances from the estimate are added in
+    quadrature, less the part the pairing explains (``psi``, the phi correlation of the pairs,
+    shrunk by ``n / 2`` toward 0 when positive). Chosen over the exact conditional interval
+    (:func:`~planarena.experiments.studies.sensitivity_stats.net_win_interval`), which only the
+    discordant pairs move: with every discordant pair on one side its far end is the estimate
+    itself, and with none it is ``(0, 0)``, a certainty 10 tied tasks do not give (Newcombe,
+    Stat. Med. 17:2635, 1998). ``(nan, nan)`` when there are no pairs.
+    """
+    n = both + only_a + only_b + neither
+    if min(both, only_a, only_b, neither) < 0:
+        raise ValueError(f"counts must be >= 0, got {(both, only_a, only_b, neither)}")
+    if n == 0:
+        return (math.nan, math.nan)
+    hits_a, hits_b = both + only_a, both + only_b
+    p_a, p_b = hits_a / n, hits_b / n
+    low_a, high_a = wilson_interval(hits_a, n, confidence)
+    low_b, high_b = wilson_interval(hits_b, n, confidence)
+    margins = hits_a * (n - hits_a) * hits_b * (n - hits_b)
+    cross = both * neither - only_a * only_b
+    if margins == 0 or 0 <= cross <= n / 2:
+        psi = 0.0
+    else:
+        psi = (cross - n / 2 if cross > 0 else cross) / math.sqrt(margins)
+
+    def reach(x: float, y: float) -> float:
+        return math.sqrt(max(0.0, x * x + y * y - 2.0 * psi * x * y))
+
+    diff = p_a - p_b
+    low = diff - reach(p_a - low_a, high_b - p_b)
+    high = diff + reach(p_b - low_b, high_a - p_a)
+    return (max(-1.0, low), min(1.0, high))
+
+
 def percentile(values: npt.ArrayLike, q: float) -> float:
     """q-th percentile (q in [0, 100]) with numpy's default ``'linear'`` method.
 

@@ -183,6 +183,15 @@ def _pp(x: float) -> str:
     return "–" if math.isnan(x) else f"{round(100 * x) + 0:+d}"
 
 
+def _pp_end(x: float) -> str:
+    """An interval's end in percentage points: as :func:`_pp`, but an end within half a
+    point of 0 and not on it keeps a decimal (-0.2), so an end that does not clear 0 never
+    reads "+0" beside a verdict that says it does not."""
+    if math.isnan(x) or x == 0 or round(100 * x) != 0:
+        return _pp(x)
+    return f"{100 * x:+.1f}"
+
+
 def _num(x: float) -> str:
     return "–" if math.isnan(x) else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
 
@@ -247,8 +256,10 @@ def rankings_table(c: Comparison) -> list[str]:
 
 
 def ranking_verdict(c: Comparison) -> str:
-    """One line: the measures whose ranking the simulator predicts (tau's interval clear of
-    0), those it does not at this n, and those that cannot be compared."""
+    """One line: the measures on which the simulator's ranking agrees with the real one beyond
+    chance (tau's interval clear of 0), those where it does not at this n, and those that
+    cannot be compared. Beating chance is not beating an unfitted profile: the nulls' line
+    says which agreement is evidence for the calibration."""
     yes, no, undefined = [], [], []
     for name, t in c.taus.items():
         if math.isnan(t["tau"]):
@@ -261,14 +272,16 @@ def ranking_verdict(c: Comparison) -> str:
     n = c.tau["tasks"]
     if yes:
         text = (
-            f"- **The simulator predicts this model's ranking of the planners by "
-            f"{'; by '.join(yes)}**, the interval clear of 0 over {n} held-out tasks."
+            f"- **The simulator's ranking of the planners agrees with this model's by "
+            f"{'; by '.join(yes)}**, the interval clear of 0 over {n} held-out tasks (against "
+            "chance; against unfitted profiles, see the nulls)."
         )
     else:
-        text = f"- **The simulator predicts none of this model's rankings at this n** ({n} "
+        text = f"- **The simulator's ranking agrees with none of this model's at this n** ({n} "
         text += "held-out tasks)."
     if no:
-        text += " Not predicted at this n (the interval includes 0): by " + "; by ".join(no) + "."
+        text += " Not beyond chance at this n (the interval includes 0): by " + "; by ".join(no)
+        text += "."
     if undefined:
         text += " Cannot be compared: by " + "; by ".join(undefined) + "."
     return text
@@ -346,8 +359,9 @@ def pairs_section(pairs: pd.DataFrame) -> list[str]:
         "## Planner pairs by completion (held-out tasks)",
         "",
         "For each pair, the first planner's completion minus the second's on the same tasks, "
-        f"with the exact paired 95 % interval over {n} tasks (only the tasks one planner "
-        "completed and the other did not move it), in the real runs and in the simulator's; "
+        f"with Newcombe's paired 95 % interval over {n} tasks (square-and-add: each "
+        "planner's Wilson interval, less what the pairing explains), in the real runs and in "
+        "the simulator's; "
         "*directions* compares the two point estimates' signs. A pair is *right* "
         "when both intervals clear 0 on the same side, *wrong* when they clear it on opposite "
         "sides; *sim only* is a difference the simulator shows and the real runs do not "
@@ -360,8 +374,9 @@ def pairs_section(pairs: pd.DataFrame) -> list[str]:
         signs = {math.copysign(1, x) if x else 0 for x in (r.real_diff, r.sim_diff)}
         directions = "a tie in one" if 0 in signs else "same" if len(signs) == 1 else "opposite"
         lines.append(
-            f"| {r.planner_a} − {r.planner_b} | {_pp(r.real_diff)} [{_pp(r.real_lo)}, "
-            f"{_pp(r.real_hi)}] | {_pp(r.sim_diff)} [{_pp(r.sim_lo)}, {_pp(r.sim_hi)}] | "
+            f"| {r.planner_a} − {r.planner_b} | {_pp(r.real_diff)} [{_pp_end(r.real_lo)}, "
+            f"{_pp_end(r.real_hi)}] | {_pp(r.sim_diff)} [{_pp_end(r.sim_lo)}, "
+            f"{_pp_end(r.sim_hi)}] | "
             f"{directions} | {r.verdict} |"
         )
     return lines

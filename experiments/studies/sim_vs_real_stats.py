@@ -17,6 +17,7 @@ import pandas as pd
 from planarena.experiments.analysis.stats import (
     FloatArray,
     boot_rng,
+    paired_difference_interval,
     percentile_interval,
     task_weights,
     wilson_interval,
@@ -301,34 +302,29 @@ def pair_comparisons(
     real: pd.DataFrame, sim: pd.DataFrame, planners: Sequence[str], confidence: float = 0.95
 ) -> pd.DataFrame:
     """Every pair of planners (in ``planners``' order): completion of the first minus the
-    second on the tasks both sources ran, in each source, with the exact paired interval of
-    the difference (wins and losses over tasks, a task's episodes averaged), and whether the
-    simulator's pair comes out as the real one does (:data:`PAIR_VERDICTS`)."""
-    from planarena.experiments.studies.sensitivity_stats import net_win_interval, sign_of
+    second on the tasks both sources ran, in each source, with Newcombe's paired interval of
+    the difference (:func:`paired_outcomes`), and whether the simulator's pair comes out as
+    the real one does (:data:`PAIR_VERDICTS`)."""
+    from planarena.experiments.studies.sensitivity_stats import sign_of
 
-    tasks = sorted(set(task_key(real)) & set(task_key(sim)))
+    tasks = set(task_key(real)) & set(task_key(sim))
+    outcomes = {name: paired_outcomes(df, tasks) for name, df in (("real", real), ("sim", sim))}
     rows = []
-    means = {}
-    for name, df in (("real", real), ("sim", sim)):
-        sums, counts = task_matrix(df, "success", tasks, planners)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means[name] = sums / counts
     for i, a in enumerate(planners):
-        for j in range(i + 1, len(planners)):
-            row: dict[str, Any] = {"planner_a": a, "planner_b": planners[j]}
+        for b in planners[i + 1 :]:
+            row: dict[str, Any] = {"planner_a": a, "planner_b": b}
             signs = {}
-            for name, m in means.items():
-                d = m[:, i] - m[:, j]
-                d = d[np.isfinite(d)]
-                lo, hi = net_win_interval(
-                    int((d > 0).sum()), int((d < 0).sum()), len(d), confidence
-                )
+            for name, table in outcomes.items():
+                pair = table[[a, b]].dropna() if {a, b} <= set(table.columns) else table[[]]
+                x, y = pair.to_numpy(bool).T if len(pair) else (np.zeros(0, bool),) * 2
+                counts = (int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()))
+                lo, hi = paired_difference_interval(*counts, len(x) - sum(counts), confidence)
                 signs[name] = sign_of(lo, hi)
                 row.update({
-                    f"{name}_diff": float(d.mean()) if len(d) else math.nan,
+                    f"{name}_diff": (counts[1] - counts[2]) / len(x) if len(x) else math.nan,
                     f"{name}_lo": lo,
                     f"{name}_hi": hi,
-                    f"{name}_tasks": len(d),
+                    f"{name}_tasks": pair.index.get_level_values(0).nunique(),
                 })  # fmt: skip
             real_sign, sim_sign = signs["real"], signs["sim"]
             if real_sign and sim_sign:
@@ -337,6 +333,24 @@ def pair_comparisons(
                 row["verdict"] = "sim only" if sim_sign else "real only" if real_sign else "neither"
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def paired_outcomes(df: pd.DataFrame, tasks: set[str]) -> pd.DataFrame:
+    """Completion per episode of ``tasks``, one row per (task, seed, trial) and one column per
+    planner (missing: NaN). Two planners pair on the same task, seed and trial; where a task
+    ran with several seeds, each seed is a pair of its own (the interval then treats a task's
+    seeds as independent)."""
+    key = task_key(df)
+    keep = key.isin(tasks)
+    cols = {"task": key[keep]}
+    for extra in ("seed", "trial"):
+        cols[extra] = df.loc[keep, extra] if extra in df.columns else 0
+    work = pd.DataFrame(cols)
+    work["planner"] = df.loc[keep, "planner"].astype(str)
+    work["success"] = df.loc[keep, "success"].astype(float)
+    return work.pivot_table(
+        index=["task", "seed", "trial"], columns="planner", values="success", aggfunc="first"
+    )
 
 
 def tokens_column(real: pd.DataFrame, sim: pd.DataFrame) -> str:
