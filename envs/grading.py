@@ -10,7 +10,8 @@ the entity (from a mention of it, by normalised match, to the mentions of the ta
 entities on either side: a line, a sentence, or a heading with its bullets) states the value:
 
 - a number: a number written there (``$41.2 million``, ``41.2``, ``1,200``) equal to it at
-  its own precision (41.2 is stated by 41.2 or 41.24, not by 41.3 or 41; 421 only by 421).
+  its own precision (41.2 is stated by 41.2 or 41.24, not by 41.3 or 41; 60.0 by 60 or
+  60.0, not by 60.4; 421 only by 421).
   When the entity has several numeric facts, the field must be named too (a word of its
   name: ``revenue``, ``warranty``) and the number that word states (the first after it, else
   the last before it) is the one compared: "revenue 41.2, profit 5.3" carries each figure
@@ -79,10 +80,10 @@ def _field_positions(segment: str, field: str) -> list[int]:
 
 
 def _close(x: float, value: float) -> bool:
-    """``x`` states ``value`` to the value's own precision (half a unit of its last decimal;
-    a whole number exactly)."""
-    text = repr(float(value))
-    decimals = 0 if float(value).is_integer() else len(text.split(".")[1])
+    """``x`` states ``value`` to the value's own precision: half a unit of its last decimal as
+    the value is written (a float ``60.0`` has one decimal, so ``60.4`` does not state it);
+    an int exactly."""
+    decimals = 0 if isinstance(value, int) else len(repr(value).split(".")[1])
     return abs(x - value) < 0.5 * 10.0**-decimals + 1e-9
 
 
@@ -101,12 +102,12 @@ def _states(segment: str, fact: Fact, needs_field: bool) -> bool:
     if fact.numeric:
         numbers = _numbers(segment)
         if not needs_field:
-            return any(_close(x, float(fact.value)) for _, x in numbers)  # type: ignore[arg-type]
+            return any(_close(x, fact.value) for _, x in numbers)  # type: ignore[arg-type]
         marks = _field_positions(segment, fact.field)
         if not marks or not numbers:
             return False
         stated = {_stated_for(numbers, m) for m in marks}
-        return any(_close(x, float(fact.value)) for x in stated)  # type: ignore[arg-type]
+        return any(_close(x, fact.value) for x in stated)  # type: ignore[arg-type]
     if isinstance(fact.value, bool):
         if not _field_positions(segment, fact.field):
             return False

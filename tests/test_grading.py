@@ -59,6 +59,15 @@ def test_one_numeric_fact_needs_no_field_word_and_strings_and_booleans_are_read(
     assert normalise("Acme, Inc. — 1,200.5 units!") == "acme inc 1200.5 units"
 
 
+def test_a_figure_is_read_at_its_written_precision_even_when_whole() -> None:
+    """60.0 has one decimal: 60 and 60.0 state it, 60.4 does not (read as the whole number
+    60, a stale 60.0 once made the right answer 60.4 a trap)."""
+    fact = Fact("Acme", "revenue", 60.0)
+    assert carries("Acme revenue 60.0", fact) and carries("Acme: revenue 60 B USD", fact)
+    assert not carries("Acme revenue 60.4", fact)
+    assert carries("Acme: 421 units", Fact("Acme", "stock", 421))
+
+
 def _report_task():  # noqa: ANN202 - a Task
     """A report task with a stale press release for one of its companies."""
     tasks = ReportEnv().generate(40, seed=0, complexity="simple")

@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 from planarena.envs.base import COMPLEXITIES
-from planarena.envs.family import FAMILIES_DIR, FamilyEnv
-from planarena.envs.solvability import Seen, check_env, default_envs, load_env, main, table
+from planarena.envs.family import FAMILIES_DIR, FamilyEnv, FamilyError, load_declaration
+from planarena.envs.solvability import (
+    Seen,
+    check_env,
+    check_task,
+    default_envs,
+    load_env,
+    main,
+    table,
+)
 
 # A family whose vaults open only with a code the model is never shown.
 VAULT = """\
@@ -102,3 +110,34 @@ def test_visibility_is_light_normalisation_not_guessing() -> None:
     seen = Seen(["Report FY2025 figures for Acme-Corp", "price 41.2"])
     assert seen.shows("2025") and seen.shows("acme corp") and seen.shows("41.2")
     assert not seen.shows("41.20") and not seen.shows("2024") and not seen.shows("corp acme")
+
+
+@pytest.mark.parametrize(
+    ("env", "complexity", "seed", "index", "cause"),
+    [
+        ("report", "complex", 3, 16, "stale 60.0 beside the current 60.4, read as 60"),
+        ("report", "complex", 5, 27, "a stale figure drawn equal to the current one, 71.1"),
+        ("stock_check", "medium", 4, 23, "two items drawn the same id, sku-9474"),
+    ],
+)
+def test_tasks_the_check_once_failed_at_other_seeds_are_solvable(
+    env: str, complexity: str, seed: int, index: int, cause: str
+) -> None:
+    """Three grader and world bugs found by the check beyond seed 0 (``cause``)."""
+    e = load_env(env)
+    task = e.generate(index + 1, seed=seed, complexity=complexity, unreachable_rate=0.0)[-1]
+    check = check_task(e, task)
+    assert check.solved, (cause, check.reason)
+
+
+def test_a_family_whose_nodes_always_make_the_same_call_is_refused(tmp_path: Path) -> None:
+    """Two items with one id make one call answer for both: a task is drawn again until its
+    calls differ, and a family where they never do is refused naming the file and the call."""
+    text = (FAMILIES_DIR / "examples" / "stock_check.yaml").read_text(encoding="utf-8")
+    narrow = text.replace("sku: {int: [1000, 9999]}", "sku: {int: [1000, 1000]}")
+    assert narrow != text
+    path = tmp_path / "one_sku.yaml"
+    path.write_text(narrow, encoding="utf-8")
+    with pytest.raises(FamilyError) as err:
+        load_declaration(path)
+    assert str(path) in str(err.value) and "sku-1000" in str(err.value)

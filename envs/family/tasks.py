@@ -5,11 +5,14 @@ function here): the task's variables, the layers' sizes, the nodes and their par
 node's variables, its trap, its result (and its trap's), then the calls that make it (args
 resolved against the parents' results), the unreachable node and the goal. Every draw comes
 from one stream named by the task (seed, family, complexity, index), in that order, so a task
-is the same whatever the tasks generated with it.
+is the same whatever the tasks generated with it. A draw in which two nodes make the same call
+(the world could not tell their results apart) is drawn again from a stream named also by the
+attempt.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Mapping
@@ -18,7 +21,14 @@ from typing import Any
 
 from planarena.envs.base import COMPLEXITIES, Task, task_id
 from planarena.envs.family.schema import FamilyDecl, LayerDecl
-from planarena.envs.family.templates import RefSpec, TemplateError, expand, fmt, slugify
+from planarena.envs.family.templates import (
+    RefSpec,
+    TemplateError,
+    expand,
+    fmt,
+    literal,
+    slugify,
+)
 from planarena.envs.rng import derive_rng
 
 Node = dict[str, Any]
@@ -62,19 +72,36 @@ class _Draft:
         return _node_ctx(self.tvars, nd, self.by_key)
 
 
+MAX_DRAWS = 20
+"""Draws of one task before its calls are declared ambiguous (:func:`_ambiguous_call`)."""
+
+
 def _one_task(
     decl: FamilyDecl, seed: int, complexity: str, index: int, unreachable_rate: float
 ) -> Task:
-    rng = derive_rng(seed, "task", decl.name, complexity, index)
-    tvars: dict[str, Any] = {}
-    for k, spec in decl.vars.items():
-        tvars[k] = expand(spec, tvars, rng, f"vars.{k}")
-    d = _Draft(decl, rng, tvars)
-    _add_nodes(d, _layers(decl, complexity, rng))
-    _add_vars(d)
-    _add_traps(d)
-    _add_results(d)
-    _add_calls(d)
+    for draw in range(MAX_DRAWS):
+        # the first draw's stream is the task's own, so a task drawn right the first time is
+        # the same as before the redraw existed
+        extra = (draw,) if draw else ()
+        rng = derive_rng(seed, "task", decl.name, complexity, index, *extra)
+        tvars: dict[str, Any] = {}
+        for k, spec in decl.vars.items():
+            tvars[k] = expand(spec, tvars, rng, f"vars.{k}")
+        d = _Draft(decl, rng, tvars)
+        _add_nodes(d, _layers(decl, complexity, rng))
+        _add_vars(d)
+        _add_traps(d)
+        _add_results(d)
+        _add_calls(d)
+        clash = _ambiguous_call(d)
+        if clash is None:
+            break
+    else:
+        raise TemplateError(
+            f"templates: {MAX_DRAWS} draws of {task_id(decl.name, complexity, index)} each gave "
+            f"two nodes the same call ({clash}), so the world cannot tell their results apart "
+            "(draw the variable that tells them apart from a wider range)"
+        )
     missing = None
     if decl.unreachable is not None:  # one node of the declared layer does not exist
         u = derive_rng(seed, "unreachable", decl.name, complexity, index)
@@ -308,6 +335,19 @@ def _add_calls(d: _Draft) -> None:
             nd["on_decoy"].append(
                 {"parent": p, "tool": tpl.ways[0].tool, "args": args, "result": res}
             )
+
+
+def _ambiguous_call(d: _Draft) -> str | None:
+    """A call two nodes make alike (same tool, same literal args), or None. Two items drawn
+    the same id (``sku-9474`` twice) would make one ``get_stock`` call answer for both, and
+    no agent could solve the task."""
+    owner: dict[tuple[str, str], str] = {}
+    for nd in d.nodes:
+        for way in nd["ways"]:
+            key = (way["tool"], json.dumps(literal(way["args"]), sort_keys=True, default=str))
+            if owner.setdefault(key, nd["key"]) != nd["key"]:
+                return f"{way['tool']}({key[1]}) for {owner[key]} and {nd['key']}"
+    return None
 
 
 def _check_sinks(d: _Draft, sinks: list[str]) -> None:

@@ -104,6 +104,8 @@ def generate_tasks(
         for company in companies:
             revenue = float(_money(rng, 2, 90, 1))
             stale_revenue = float(_money(rng, 2, 90, 1))
+            if f"{stale_revenue:.1f}" == f"{revenue:.1f}":  # a stale figure equal to the
+                stale_revenue += 0.1  # current one is no trap (no draw, so no task moves)
             branches.append(
                 {
                     "company": company,
