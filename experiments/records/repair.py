@@ -76,7 +76,7 @@ def _rewrite_without(path: Path, drop: set[int]) -> None:
 @dataclass
 class Repair:
     """What :func:`repair_run_dir` kept: the keys of the recorded episodes (no records are
-    held in memory), and warnings for the user."""
+    held in memory), and what it set right, for the user (printed as ``resume: ...``)."""
 
     done: set[tuple[str, str, str, str, int, int, str, str]] = field(default_factory=set)
     messages: list[str] = field(default_factory=list)
@@ -177,6 +177,7 @@ def _repair_traces(traces: Path, wanted: set[tuple[str, str, int]], result: Repa
         os.truncate(traces, prefix_end)
     if dropped or size > prefix_end:
         result.messages.append(
-            f"{traces}: dropped {len(dropped)} trace line(s) without a recorded episode"
+            f"{traces}: set aside {len(dropped)} trace line(s) whose episode has no kept "
+            "record (it runs again and writes its trace anew)"
             + (" and a torn last line" if size > last_end else "")
         )

@@ -141,8 +141,8 @@ def run(
         spent_usd = 0.0  # what the kept records cost counts toward budget.max_cost_usd
         if resume:
             repaired = repair_run_dir(out_dir)
-            for message in repaired.messages:
-                print(f"WARNING: {message}", file=sys.stderr)
+            for message in repaired.messages:  # what a resume sets right: expected, no alarm
+                print(f"resume: {message}", file=sys.stderr)
             done, spent_usd = repaired.done, repaired.spent_usd
         seed = int(cfg.seed)
         contexts = with_config_id(prepared.contexts, config_id)
