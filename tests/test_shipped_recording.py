@@ -116,3 +116,8 @@ def test_the_shipped_profile_is_what_calibration_fits_and_each_estimate_is_in_it
     assert len(rows) > 30
     outside = [r for r in rows if not float(r[3]) - 1e-3 <= float(r[2]) <= float(r[4]) + 1e-3]
     assert outside == []
+    # a flat likelihood bounds nothing: such a row shows no interval (the 1.5B dry run's
+    # w_hallucinate_plan sat at 0.676 beside every resample's 0)
+    lines = report.read_text().splitlines()
+    flat = [line for line in lines if line.startswith("| `") and "does not move" in line]
+    assert all(line.split(" | ")[3] == "-" for line in flat), flat

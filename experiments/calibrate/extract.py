@@ -19,6 +19,8 @@ Rows (``quantity``):
   expression);
 - ``restart_ids``: 0/1 per freshly written plan whose request shows step ids (1: its steps
   numbered from below the first free number, as if nothing had run);
+- ``invented_fallback``: 0/1 per step of a freshly written plan (1: its fallback names a tool
+  the catalogue lacks, a placeholder or an invented name, which the plan reader refuses);
 - ``answer_garbled``: 0/1 per final answer the model wrote itself (a finish with status
   success, first asking) after the answer tool had returned a result carrying the task's
   facts (1: the written answer does not carry them all, by the env's fact grading);
@@ -301,6 +303,7 @@ def extract_plan(d: Decision) -> list[Row]:
         return rows  # a revision of a candidate plan keeps steps: not freshly written
     rows += prose_condition_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
     rows += restart_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
+    rows += invented_fallback_rows(d, steps, "plan_text" if fmt == "text" else "plan_json")
     if not fresh(d):
         return rows
     return rows + _plan_rows(d, steps)
@@ -332,6 +335,19 @@ def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
             for condition in written if isinstance(written, list) else [written]:
                 prose = int(not is_expression(condition))
                 rows.append(d.row("prose_condition", prose, format=fmt))
+    return rows
+
+
+def invented_fallback_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
+    """One 0/1 row per written step: 1 when it names a fallback the catalogue lacks (a
+    placeholder such as ``{{step_1.result.item_id}}``, an invented ``get_stock_backup``)."""
+    tools = frozenset(d.view.tool_names())
+    rows = []
+    for step in steps:
+        if isinstance(step, dict):
+            fallback = step.get("fallback")
+            invented = isinstance(fallback, str) and fallback not in tools
+            rows.append(d.row("invented_fallback", int(invented), format=fmt))
     return rows
 
 

@@ -827,6 +827,9 @@ def _estimates(c: Choices, options: FitOptions, group: str, held: np.ndarray | N
                     "e.g. error rates at their 0.95 cap)"
                 ),
             )
+            # a point every resample sat on bounds nothing (the fit's own estimate may lie
+            # elsewhere on the flat ridge): no interval, so none excludes a default either
+            est.lo = est.hi = None
         out.append(est)
     return out, x
 
@@ -854,6 +857,7 @@ def _format_fit(table: pd.DataFrame, options: FitOptions) -> list[Estimate]:
         ("sloppy_text", "p_sloppy_text", "no plan was ever asked as text"),
         ("prose_condition", "p_prose_condition", "no written plan step carried a condition"),
         ("restart_ids", "p_restart_ids", "no plan was written after a step had run"),
+        ("invented_fallback", "p_invent_fallback", "no plan step was ever written"),
         (
             "answer_garbled",
             "p_answer_garbled",

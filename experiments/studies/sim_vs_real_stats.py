@@ -34,7 +34,8 @@ MECHANISMS: Mapping[str, str] = {
     "(the plan's checks that would flag it), judge_accuracy (a judge accepting it), w_stop (a "
     "tool call's mistake of answering early with what is in hand)",
     "hallucinated_tool_call": "w_hallucinate and w_hallucinate_plan (among wrong decisions of "
-    "a tool call and of a plan step, inventing a tool) and p_correct (how often a decision is "
+    "a tool call and of a plan step, inventing a tool), p_invent_fallback (a plan step's "
+    "fallback naming a tool the catalogue lacks) and p_correct (how often a decision is "
     "wrong at all)",
     "plan_logic_error": "w_dependency (among wrong decisions, forgetting a dependency), "
     "w_stop_plan (a plan cut to nothing is refused as empty), "

@@ -64,6 +64,9 @@ class SkillProfile(BaseModel):
     p_restart_ids: float = Field(0.0, ge=0, le=1)  # a plan written after steps ran or failed
     # numbers its steps from step_1 again, reusing ids the log shows; the executor refuses a
     # replan that reuses an executed id: plan_logic_error, as for a real model's
+    p_invent_fallback: float = Field(0.0, ge=0, le=1)  # a plan step's fallback names a tool
+    # the catalogue lacks (one draw a step an episode, whether or not the step has a
+    # fallback); the plan reader refuses the plan (unknown_fallback), as a real model's
     p_answer_garbled: float = Field(0.0, ge=0, le=1)  # a final answer the model writes
     # itself (a finish with status success) states a fact of the task wrongly: its figures
     # off by a decimal place (Decider's ``garbled``); a plan's answer is the answer tool's
@@ -144,6 +147,7 @@ class SkillProfile(BaseModel):
                 "p_sloppy_text": up(self.p_sloppy_text),
                 "p_prose_condition": up(self.p_prose_condition),
                 "p_restart_ids": up(self.p_restart_ids),
+                "p_invent_fallback": up(self.p_invent_fallback),
                 "p_answer_garbled": up(self.p_answer_garbled),
                 "evaluator_noise": self.evaluator_noise * factor,
                 "rollout_optimism": up(self.rollout_optimism),

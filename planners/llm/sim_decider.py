@@ -352,6 +352,9 @@ class Decider:
             rendered["pre_conditions"] = list(self.sim.written_pre(self.skill, step))
         elif kind == "unchecked":
             rendered["post_conditions"] = []
+        invented = self.sim.invented_fallback(self.skill, g)
+        if invented is not None:
+            rendered["fallback"] = invented
         return self._worded(rendered), False
 
     def _worded(self, rendered: dict[str, Any]) -> dict[str, Any]:

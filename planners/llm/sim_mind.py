@@ -182,6 +182,15 @@ class SimMind:
             self._fallbacks[memo] = g.fallback if known else None
         return self._fallbacks[memo]
 
+    def invented_fallback(self, skill: SkillProfile, g: GoldStep) -> str | None:
+        """The tool this model names as step ``g``'s fallback though the catalogue lacks it
+        (the step's invented tool), with the chance ``p_invent_fallback``: one draw a step an
+        episode, so every plan repeats it; None (no draw at 0) where it writes its own."""
+        p = skill.p_invent_fallback
+        if p <= 0 or self.draws.uniform01("invent-fallback", g.key) >= p:
+            return None
+        return self.invented_tool(g.key)
+
     def render(self, skill: SkillProfile, g: GoldStep, ids: dict[str, str]) -> dict[str, Any]:
         """A gold step as this model writes it: its own checks, pre-conditions and fallback,
         not the oracle's (a dependency's status condition follows from its depends_on)."""
