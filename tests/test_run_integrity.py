@@ -184,6 +184,20 @@ def test_output_only_keys_do_not_change_the_run(reference: Path, tmp_path: Path)
     assert comparable(out) == comparable(reference)  # nothing rerun, nothing appended
 
 
+def test_a_skill_override_left_null_is_no_part_of_the_identity() -> None:
+    """Null is the profile's own value: listing a new skill field as null (as a simulator
+    field added to configs/llm/sim.yaml is) leaves every run's config_id as it was; a value
+    set changes it."""
+    from planarena.experiments.records.identity import fingerprint
+
+    def cfg(**overrides: object) -> dict[str, object]:
+        return {"seed": 0, "llm": {"backend": "sim", "skill_overrides": dict(overrides)}}
+
+    assert fingerprint(cfg(p_trap=None, p_new_habit=None)) == fingerprint(cfg())
+    assert fingerprint(cfg(p_trap=0.4, p_new_habit=None)) == fingerprint(cfg(p_trap=0.4))
+    assert fingerprint(cfg(p_trap=0.4)) != fingerprint(cfg())
+
+
 def test_records_carry_the_fingerprint_and_a_labelled_skill(tmp_path: Path) -> None:
     run(cfg_of("llm.skill_overrides.p_trap=0.4"), tmp_path)
     rows = comparable(tmp_path)

@@ -81,6 +81,12 @@ def identity(config: Mapping[str, Any]) -> dict[str, Any]:
     tree = json.loads(json.dumps(dict(config), default=str))
     for key in OUTPUT_ONLY_KEYS:
         _drop(tree, key)
+    llm = tree.get("llm")
+    overrides = llm.get("skill_overrides") if isinstance(llm, dict) else None
+    if isinstance(overrides, dict):  # null is the profile's own value: the same episodes
+        # whether the key is listed or not, so a skill field added to the simulator (listed
+        # as null) leaves every run's identity as it was
+        llm["skill_overrides"] = {k: v for k, v in overrides.items() if v is not None}
     return tree
 
 
