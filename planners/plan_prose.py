@@ -493,13 +493,14 @@ def _step(head: re.Match[str], line: str, notes: list[str], revision: int = 1) -
     return step
 
 
-def written_steps(text: str, plan_format: str = "json") -> list[Any] | None:
+def written_steps(text: str, plan_format: str = "json", *, revision: int) -> list[Any] | None:
     """The steps of a plan as the model wrote them (the one lenient JSON reader every parser
-    uses, or the text plan reader), before any normalization; None when nothing parses. What
-    a request about that plan (a judge's, a proposal's) and its calibration read."""
+    uses, or the text plan reader at the plan reader's ``revision``), before any
+    normalization; None when nothing parses. What a request about that plan (a judge's, a
+    proposal's) and its calibration read, as the executor reads it."""
     if plan_format == "text":
         try:
-            return load_prose(text, [])[0]["steps"]
+            return load_prose(text, [], revision=revision)[0]["steps"]
         except PlanError:
             return None
     try:

@@ -78,7 +78,7 @@ class _PlanTree:
         if not parent[1]:
             user = f"Task: {self.task.goal}"
         else:
-            improve = written_steps(parent[1], self.plan_format)
+            improve = written_steps(parent[1], self.plan_format, revision=self.llm.plan_revision)
             user = (
                 f"Task: {self.task.goal}\nA candidate plan:\n{parent[1]}\n"
                 "Improve this plan: fix wrong tools, missing dependencies or checks."
@@ -114,7 +114,10 @@ class _PlanTree:
                 ],
                 role="evaluator",
                 kind=RequestKind.RATE_PLAN,
-                context=RequestContext(plan=written_steps(text, self.plan_format) or []),
+                context=RequestContext(
+                    plan=written_steps(text, self.plan_format, revision=self.llm.plan_revision)
+                    or []
+                ),
             ),
         )
         try:

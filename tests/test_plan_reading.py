@@ -28,6 +28,7 @@ from planarena.planners.plan import (
     PlanError,
     parse_plan,
 )
+from planarena.planners.plan_prose import written_steps
 
 TOOLS = ("search_web", "parse_pdf", "extract_data", "generate_summary")
 RECORDING = Path(__file__).resolve().parent / "data" / "recordings" / "qwen2.5-coder-0.5b"
@@ -318,3 +319,14 @@ def test_the_measurement_counts_every_reply_once(capsys: pytest.CaptureFixture[s
     assert sum(counts) == sum(o.first is not None for o in outcomes)
     assert all(o.second_ok for o in outcomes if o.first is None)
     assert plan_reading.main([str(RECORDING / "nowhere")]) == 2
+
+
+def test_what_a_judge_and_the_calibration_read_of_a_text_plan_follows_the_revision() -> None:
+    """``written_steps`` (a judge's and a revision's context, the calibration's steps) reads
+    a text plan at the plan reader's revision: an ``after`` line naming a tool is a step's
+    dependency at revision 2, as the executor reads it, and no plan at revision 1."""
+    text = text_plan(TEXT["dependency named by its tool"])
+    assert written_steps(text, "text", revision=1) is None
+    steps = written_steps(text, "text", revision=2)
+    assert steps is not None and steps[1]["depends_on"] == ["search_web"]
+    assert parse_plan(text, TOOLS, revision=2, plan_format="text").steps[1].depends_on

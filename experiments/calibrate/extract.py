@@ -260,7 +260,7 @@ def read_plan(
     notes: list[str] = []
     try:
         if plan_format == "text":
-            data, repaired = load_prose(text, notes)
+            data, repaired = load_prose(text, notes, revision=revision)
         else:
             data, repaired = load_json(text, notes)
     except PlanError as err:

@@ -264,7 +264,7 @@ def evidence_rows(d: Decision) -> list[Row]:
             return []
         return [d.row("belief_evidence", kind, point=point, bare=bare, request=d.index)]
     if d.kind == "plan" and not (ctx.observations or ()):
-        steps = written_steps(d.text, ctx.plan_format)
+        steps = written_steps(d.text, ctx.plan_format, revision=d.plan_revision)
         if steps is None:
             return []
         if ctx.plan is None:  # a fresh plan: no judge's score chose any of its steps
@@ -391,7 +391,8 @@ def check_rows(d: Decision) -> list[Row]:
         except OutputParseError:
             return []
     else:
-        steps = written_steps(d.text, ctx.plan_format if ctx is not None else "json")
+        fmt = ctx.plan_format if ctx is not None else "json"
+        steps = written_steps(d.text, fmt, revision=d.plan_revision)
     if not steps:
         return []
     observed = ctx.observations if ctx is not None else None

@@ -124,7 +124,8 @@ def _bad_id(shown: str, reply: PlanReply) -> str:
     """What an unrecognized step id is: a step's own id, or a dependency of some shape."""
     m = _REPR.match(shown)
     value = ast.literal_eval(m.group(1)) if m else shown
-    steps = written_steps(reply.text, reply.plan_format) or []
+    # revision 1's reading: this explains why revision 1 refused the reply
+    steps = written_steps(reply.text, reply.plan_format, revision=1) or []
     if any(isinstance(s, dict) and value in (s.get("id"), s.get("step")) for s in steps):
         return "step id not a number"
     if value in reply.tools or (template_name(value) or "") in reply.tools:
