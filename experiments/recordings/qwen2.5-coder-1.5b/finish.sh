@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turn the recording into a shipped one, once record.sh has finished every cell at n_tasks=N:
 # replay all four cells offline in one run (no request may be sent), pack it with its cache,
-# fit the simulator to its fit split, and run sim_vs_real on its held-out tasks.
+# fit the simulator to its fit split, measure how the plan reader read its plans, and run
+# sim_vs_real on its held-out tasks.
 #
 #   bash finish.sh WORK [N] [DEST] [OUT]
 #
@@ -20,6 +21,8 @@ planarena llm=local llm.cache_dir="$work/cache" llm.offline=true 'env=[report,fi
 planarena-local pack "$out/replay" "$work/cache" "$dest"
 planarena-calibrate "$dest/run" --cache "$work/cache" --out "$dest/profile.yaml" \
   --report "$dest/fit.md" --name qwen2.5-coder-1.5b
+python -m planarena.experiments.calibrate.plan_reading "$dest" > "$out/plan_reading.md"
 planarena experiment=sim_vs_real sim_vs_real.real_run="$dest/run" hydra.run.dir="$out/sim_vs_real" \
   > "$out/sim_vs_real.log" 2>&1
-echo "replayed, packed into $dest, fitted; sim_vs_real: $out/sim_vs_real/sim_vs_real.md"
+echo "replayed, packed into $dest, fitted; plan reading: $out/plan_reading.md;" \
+  "sim_vs_real: $out/sim_vs_real/sim_vs_real.md"
