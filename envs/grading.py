@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 
 GRADINGS = ("facts", "exact")
@@ -83,7 +84,8 @@ def _close(x: float, value: float) -> bool:
     """``x`` states ``value`` to the value's own precision: half a unit of its last decimal as
     the value is written (a float ``60.0`` has one decimal, so ``60.4`` does not state it);
     an int exactly."""
-    decimals = 0 if isinstance(value, int) else len(repr(value).split(".")[1])
+    exponent = 0 if isinstance(value, int) else Decimal(repr(value)).as_tuple().exponent
+    decimals = max(0, -int(exponent))  # repr: 60.0 -> 1; 1e+16 -> 0 (no "." to split on)
     return abs(x - value) < 0.5 * 10.0**-decimals + 1e-9
 
 

@@ -66,6 +66,7 @@ def test_a_figure_is_read_at_its_written_precision_even_when_whole() -> None:
     assert carries("Acme revenue 60.0", fact) and carries("Acme: revenue 60 B USD", fact)
     assert not carries("Acme revenue 60.4", fact)
     assert carries("Acme: 421 units", Fact("Acme", "stock", 421))
+    assert carries("Acme: 10000000000000000 units", Fact("Acme", "stock", 1e16))  # repr 1e+16
 
 
 def _report_task():  # noqa: ANN202 - a Task
