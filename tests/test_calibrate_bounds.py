@@ -140,6 +140,31 @@ def test_a_wide_interval_that_excludes_the_default_gives_the_estimate() -> None:
     assert _cal(wider).profile()[0]["w_hallucinate_plan"] is None  # unset: takes the shared
 
 
+def test_a_pool_of_mistake_weights_comes_whole_from_the_fit() -> None:
+    """Only ratios within a pool are identified: where the data rule out ``strong``'s
+    inventions (a fitted 0), the pool's other weights are the fit's too, not ``strong``'s 1s
+    (the 1.5B fit's plan steps: 98 % of mistakes calls to another tool, which a profile mixing
+    the two sources wrote as half stops, half unchecked steps)."""
+    plan = [
+        Estimate("w_hallucinate_plan", 0.0, 0.0, 0.56, 768, 20, False, "wide", bounded=True),
+        Estimate("w_premise_plan", 0.0, 0.0, 0.73, 768, 20, False, "wide", bounded=True),
+        Estimate("w_stop_plan", 4.0, None, None, 768, 20, False, "flat"),
+        Estimate("w_dependency", 0.0, 0.0, 0.72, 555, 20, False, "wide", bounded=True),
+        Estimate("w_unchecked", 1.0, 1.0, 1.0, 0, 0, False, "cannot be told"),
+        Estimate("w_other_plan", 208.0, 0.0, 373.0, 768, 20, False, "wide", bounded=True),
+    ]
+    values, kept = _cal(*plan).profile()
+    assert (values["w_stop_plan"], values["w_other_plan"]) == (4.0, 208.0)
+    assert values["w_hallucinate_plan"] == values["w_dependency"] == 0.0
+    assert values["w_unchecked"] == 1.0 and any("with its pool" in k for k in kept)
+    # a pool where nothing rules strong's out keeps strong's whole
+    inside = [
+        Estimate("w_premise", 1.9, 0.9, 3.0, 300, 27, False, "wide", bounded=True),
+        Estimate("w_other", 5.0, 0.0, 9.0, 300, 27, False, "wide", bounded=True),
+    ]
+    assert _cal(*inside).profile()[0]["w_other"] == 0.0  # fmt: skip
+
+
 def test_a_flat_likelihood_is_not_bounded() -> None:
     """An interval no wider than rounding (the likelihood does not move) excludes nothing."""
     est = Estimate("context_scale_tokens", 20.0, 20.0, 20.0, 770, 27, False,

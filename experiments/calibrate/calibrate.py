@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from planarena.experiments.calibrate.fit import WEIGHT_POOLS
 from planarena.experiments.calibrate.observe import decisions
 from planarena.experiments.calibrate.registry import FITS, Estimate, FitOptions
 from planarena.experiments.calibrate.table import rows_of
@@ -44,7 +45,8 @@ class Calibration:
         fields = set(SkillProfile.model_fields) - {"name"}
         base = SKILLS[BASE].model_dump()
         values: dict[str, Any] = {"name": name}
-        kept: list[str] = []
+        kept: dict[str, str] = {}
+        from_fit: set[str] = set()
         pooled = self.pooled()
         for f in SkillProfile.model_fields:
             if f not in fields:
@@ -52,6 +54,7 @@ class Calibration:
             e = pooled.get(f)
             if e is not None and e.identified and e.value is not None and math.isfinite(e.value):
                 values[f] = round(float(e.value), 4)
+                from_fit.add(f)
                 continue
             why = e.reason if e is not None else "no fit measures it"
             values[f] = base[f]
@@ -60,14 +63,40 @@ class Calibration:
             moved = _excluded(default, e)
             if moved is not None:
                 values[f] = moved
+                from_fit.add(f)
                 interval = f"[{e.lo:.4g}, {e.hi:.4g}]"  # type: ignore[union-attr]
-                kept.append(f"{f}: {moved} (the fit's estimate: {BASE}'s {default} is outside "
-                            f"the data's interval {interval}; not identified: {why})")  # fmt: skip
+                kept[f] = (f"{f}: {moved} (the fit's estimate: {BASE}'s {default} is outside "
+                           f"the data's interval {interval}; not identified: {why})")  # fmt: skip
             else:
                 shown = "null" if base[f] is None else base[f]
-                kept.append(f"{f}: {shown} ({BASE}'s; not identified: {why})")
+                kept[f] = f"{f}: {shown} ({BASE}'s; not identified: {why})"
+        _whole_pools(values, kept, from_fit, pooled)
         SkillProfile(**values)  # the profile loads (ranges, types)
-        return values, kept
+        return values, list(kept.values())
+
+
+def _whole_pools(
+    values: dict[str, Any], kept: dict[str, str], from_fit: set[str], pooled: dict[str, Estimate]
+) -> None:
+    """A pool of mistake weights where some come from the fit takes the fit's estimate for
+    every weight it estimated: only ratios within a pool are identified, and a pool that mixes
+    the fit's weights with ``strong``'s (a fitted 0 for the inventions beside ``strong``'s 1 for
+    stopping) describes a mix of mistakes neither the data nor the default do."""
+    for pool in WEIGHT_POOLS:
+        taken = [f for f in pool if f in from_fit]
+        if not taken:
+            continue
+        for f in pool:
+            e = pooled.get(f)
+            if f in from_fit or e is None or e.value is None or not math.isfinite(e.value):
+                continue
+            if e.n == 0:  # nothing observed: a value the fit sets, not one it measured
+                continue
+            values[f] = round(float(e.value), 4)
+            verb = "comes" if len(taken) == 1 else "come"
+            kept[f] = (f"{f}: {values[f]} (the fit's estimate, with its pool: {', '.join(taken)} "
+                       f"{verb} from the fit, and only ratios within a pool are identified; "
+                       f"not identified alone: {e.reason})")  # fmt: skip
 
 
 def _excluded(default: float, e: Estimate | None) -> float | None:

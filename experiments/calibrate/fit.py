@@ -74,6 +74,10 @@ POOL_OF = {
     **{w: STEP_POOL for w in (*STEP_POOL, "w_unchecked", "w_other_plan")},
 }
 UNITS = ("w_stop", "w_stop_plan")  # each pool's unit in the optimiser (held at 1)
+WEIGHT_POOLS = ((*ACTION_POOL, "w_other"), (*STEP_POOL, "w_unchecked", "w_other_plan"))
+"""Each pool's fields as a profile writes them: one composition (only ratios within it are
+identified), so a profile takes a pool from one source, never some weights from the fit and
+the rest from a default."""
 EPS = 1e-12
 
 
