@@ -17,23 +17,42 @@ SECTIONS = (
     "Ranking",
     "Against unfitted profiles (nulls)",
     "Completion per planner (held-out tasks)",
+    "Planner pairs by completion (held-out tasks)",
     "Cross-planner hold-out",
     "Verdict",
 )
 
 
-def sections(data: Path = DATA) -> str:
-    """The copy's :data:`SECTIONS`, in its order, after a line naming the code it ran."""
+SECTIONS_NO_COMPLETION = tuple(
+    s for s in SECTIONS if s not in {SECTIONS[2], SECTIONS[3]}
+)  # a recording that completes nothing: its completion tables are all 0 %
+SMALL = "qwen2.5-coder-0.5b"
+"""The subfolder holding the run on the 0.5B recording, rendered in a block of its own."""
+
+
+def sections(
+    data: Path = DATA, folder: str = "sim_vs_real", names: tuple[str, ...] = SECTIONS
+) -> str:
+    """The copy's sections ``names``, in that order, after a line naming the code it ran."""
     text = (data / "sim_vs_real.md").read_text(encoding="utf-8")
     parts = {}
     for chunk in text.split("\n## ")[1:]:
         title, _, body = chunk.partition("\n")
         parts[title.strip()] = body.strip()
-    missing = [s for s in SECTIONS if s not in parts]
+    missing = [s for s in names if s not in parts]
     if missing:
         raise ValueError(f"{data / 'sim_vs_real.md'}: no section {missing[0]!r}")
-    body = "\n\n".join(f"### {name}\n\n{parts[name]}" for name in SECTIONS)
-    return f"{measured_by(data, 'sim_vs_real')}\n\n{body}\n"
+    body = "\n\n".join(f"### {name}\n\n{parts[name]}" for name in names)
+    return f"{measured_by(data, folder)}\n\n{body}\n"
 
 
-SIM_VS_REAL = Page(DOCS / "sim-vs-real.md", DATA, {"sim_vs_real": sections})
+def small_sections(data: Path = DATA) -> str:
+    """The same for the 0.5B recording's run (``docs/data/sim_vs_real/qwen2.5-coder-0.5b/``),
+    one heading level further down, without the completion tables."""
+    body = sections(data / SMALL, f"sim_vs_real/{SMALL}", SECTIONS_NO_COMPLETION)
+    return body.replace("\n### ", "\n#### ")
+
+
+SIM_VS_REAL = Page(
+    DOCS / "sim-vs-real.md", DATA, {"sim_vs_real": sections, "sim_vs_real_small": small_sections}
+)
