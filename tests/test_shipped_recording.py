@@ -121,3 +121,25 @@ def test_the_shipped_profile_is_what_calibration_fits_and_each_estimate_is_in_it
     lines = report.read_text().splitlines()
     flat = [line for line in lines if line.startswith("| `") and "does not move" in line]
     assert all(line.split(" | ")[3] == "-" for line in flat), flat
+
+
+def test_the_readme_completion_table_is_the_records() -> None:
+    """The 1.5B recording's README states completion per planner and cell: each row must be
+    what ``run/episodes.jsonl`` holds (a re-recording that changes them fails here until the
+    README says so)."""
+    import json
+
+    folder = SHIPPED / "qwen2.5-coder-1.5b"
+    records = [json.loads(line) for line in (folder / "run" / "episodes.jsonl").open()]
+    cells = [("file", "simple"), ("report", "simple"), ("file", "medium"), ("report", "medium")]
+    row = re.compile(r"^\| (\w+) \| (\d+) of (\d+) \| [^|]+\|((?: \d+ \|){4})$", re.M)
+    rows = row.findall((folder / "README.md").read_text(encoding="utf-8"))
+    assert {r[0] for r in rows} == {r["planner"] for r in records}
+    for planner, done, total, by_cell in rows:
+        mine = [r for r in records if r["planner"] == planner]
+        assert (int(done), int(total)) == (sum(r["success"] for r in mine), len(mine)), planner
+        stated = [int(x) for x in by_cell.replace("|", " ").split()]
+        counted = [
+            sum(r["success"] for r in mine if (r["env"], r["complexity"]) == c) for c in cells
+        ]
+        assert stated == counted, planner
