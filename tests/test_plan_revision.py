@@ -134,3 +134,13 @@ def test_revision_1_keeps_a_config_id_and_a_recording_without_the_key_replays_un
     run = json.loads((RECORDING / "run" / "run.json").read_text())
     assert "plan_revision" not in run["config"]
     assert "plan_revision=1" in recording.recorded_overrides(RECORDING)
+
+
+def test_a_recording_with_the_key_replays_under_its_own_value_not_the_default() -> None:
+    """A recording made with ``plan_revision`` and ``grading`` set (the 1.5B one, at 2 and
+    facts) replays under those values even when the default has moved on: each is pinned on
+    the replay's command line."""
+    rec = RECORDING.parent / "qwen2.5-coder-1.5b"
+    overrides = recording.recorded_overrides(rec)
+    for pinned in ("plan_revision=2", "grading=facts", "recovery=article"):
+        assert pinned in overrides

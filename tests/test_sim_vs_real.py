@@ -512,3 +512,27 @@ def test_a_pairs_interval_end_short_of_zero_never_reads_plus_zero() -> None:
            "real_hi": 0.68, "real_tasks": 10, "sim_diff": 0.0, "sim_lo": 0.0, "sim_hi": 0.004,
            "verdict": "neither"}  # fmt: skip
     assert "| +40 [-0.2, +68] | +0 [+0, +0.4] |" in "\n".join(pairs_section(pd.DataFrame([row])))
+
+
+def test_the_simulator_reads_plans_and_grades_answers_as_the_real_run_did() -> None:
+    """Grading, the plan revision and the recovery budgets make episodes what they are: the
+    simulated side takes the real run's, and a run made before a key existed its value then
+    (the 0.5B recording: revision 1, graded by wording), never today's default."""
+    from planarena.experiments.studies.sim_vs_real_config import mirrored
+
+    before = mirrored({})
+    assert (before["plan_revision"], before["grading"], before["recovery"]) == (
+        1,
+        "exact",
+        "article",
+    )
+    made = mirrored({"plan_revision": 2, "grading": "facts", "recovery": "equal"})
+    assert (made["plan_revision"], made["grading"], made["recovery"]) == (2, "facts", "equal")
+    for name, want in (("qwen2.5-coder-0.5b", (1, "exact")), ("qwen2.5-coder-1.5b", (2, "facts"))):
+        rec = Path(__file__).parent / "data" / "recordings" / name
+        cfg = api.compose(
+            ["experiment=sim_vs_real", f"sim_vs_real.real_run={rec / 'run'}",
+             "sim_vs_real.profile=strong", "sim_vs_real.holdout=null"]
+        )  # fmt: skip
+        mirror_into(cfg)
+        assert (cfg.plan_revision, cfg.grading) == want, name

@@ -56,6 +56,16 @@ LEGACY_GRADING = "exact"
 LEGACY_PLAN_REVISION = 1
 """The plan prompt and reader of every run made before ``plan_revision`` was a key."""
 
+SETTINGS_SINCE: dict[str, object] = {
+    "grading": LEGACY_GRADING,
+    "plan_revision": LEGACY_PLAN_REVISION,
+    "recovery": "article",
+    "equal_recovery_calls": 40,
+}
+"""Keys added since the first recordings that make episodes what they are, with the value
+every run made before the key had: a replay and ``sim_vs_real`` take a recorded run's own
+value of each (or this one), never the current default."""
+
 
 FAMILY_DIGEST = "declaration_sha256"
 """The key, beside ``env.<name>.path`` in the run's identity (``run.json``), holding the hash

@@ -24,11 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
-from planarena.experiments.records.identity import (
-    LEGACY_GRADING,
-    LEGACY_PLAN_REVISION,
-    RUN_FILE,
-)
+from planarena.experiments.records.identity import RUN_FILE, SETTINGS_SINCE
 from planarena.experiments.records.recorded_families import (
     DECISION_MAP,
     FAMILIES,
@@ -143,10 +139,11 @@ def recorded_overrides(recording: Path) -> list[str]:
         raise RecordingError(f"{recording}: no {RUN}/.hydra/overrides.yaml")
     overrides = yaml.safe_load(path.read_text()) or []
     kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in _OWN]
-    legacy = {"grading": LEGACY_GRADING, "plan_revision": LEGACY_PLAN_REVISION}
-    for key, value in legacy.items():  # a run made before the key had its legacy value
-        if not any(o.split("=", 1)[0] == key for o in kept) and not _has_key(recording, key):
-            kept.append(f"{key}={value}")
+    composed = recording / RUN / ".hydra" / "config.yaml"
+    config = (yaml.safe_load(composed.read_text()) or {}) if composed.is_file() else {}
+    for key, before in SETTINGS_SINCE.items():  # the run's own value; before the key, its then
+        if not any(o.split("=", 1)[0] == key for o in kept):
+            kept.append(f"{key}={config.get(key, before)}")
     return kept
 
 
@@ -193,11 +190,6 @@ def unset_env_settings(recording: Path) -> dict[str, dict[str, str]]:
         and str(spec.get("_target_", "")).endswith("ReportEnv")
         and "branches" not in spec
     }
-
-
-def _has_key(recording: Path, key: str) -> bool:
-    """Whether the recorded run's configuration has ``key`` (runs before it did not)."""
-    return key in _run_config(recording / RUN)
 
 
 def recorded_episodes(recording: Path) -> list[dict[str, object]]:
