@@ -64,13 +64,16 @@ PLAN_TEXT_FORMAT = (
 )
 """What a prompt that asks for a text plan says (the counterpart of ``PLAN_FORMAT``)."""
 SCORE_FORMAT = "Respond with one line: Score: <a number from 0 to 1>"
-PLAN_REVISIONS = (1, 2)
+PLAN_REVISIONS = (1, 2, 3)
 """Revisions of the plan prompt and of the plan reader (the top-level ``plan_revision`` key).
 
 1. As the shipped 0.5B recording was made (2026-12-02/03): the format line alone.
 2. The plan prompt adds one worked example and the condition facts a plan may check; the plan
    reader accepts the slips of real plans that have one reading (docs/planners.md), each
    counted as a repair.
+3. As 2, and a condition's ``&&`` and ``||`` (outside quotes) read as ``and`` and ``or``,
+   each a repair: the 1.5B recording's accepted plans carried 174 conditions so joined,
+   every one an expression once so read, which failed their steps at revision 2.
 
 A recording replays under the revision it was made with; a new run takes the latest."""
 PLAN_REVISION = PLAN_REVISIONS[-1]

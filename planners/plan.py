@@ -67,6 +67,42 @@ def _str_list(value: Any, field: str, where: str, notes: list[str]) -> list[str]
     raise PlanError("schema", f"{field} in {where} must be a list of strings")
 
 
+def _conditions(
+    raw: Mapping[str, Any], field: str, step_id: str, notes: list[str], reading: "_Reading | None"
+) -> list[str]:
+    """A step's pre- or post-conditions; with a revision-3 ``reading``, each joined with
+    ``&&`` or ``||`` read as ``and`` or ``or`` (:func:`read_condition`), a repair."""
+    written = _str_list(raw.get(field), field, step_id, notes)
+    if reading is None or not reading.c_operators:
+        return written
+    out = []
+    for condition in written:
+        read = read_condition(condition, C_OPERATORS_REVISION)
+        if read != condition:
+            notes.append(f"{READING_NOTE}: {C_OPERATORS} in {step_id}: {condition!r} -> {read!r}")
+        out.append(read)
+    return out
+
+
+C_OPERATORS_REVISION = 3
+"""The first plan revision whose reader reads a condition's ``&&`` and ``||``."""
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_AND, _OR = re.compile(r"\s*&&\s*"), re.compile(r"\s*\|\|\s*")
+
+
+def read_condition(condition: str, revision: int) -> str:
+    """A written condition as the plan reader of ``revision`` reads it: from revision 3,
+    ``&&`` and ``||`` outside quotes are ``and`` and ``or`` (the boolean operators of most
+    languages, with one reading; a small model joins comparisons so). Quoted text is kept as
+    written, and so is everything else, ``!=`` and ``!`` included."""
+    if revision < C_OPERATORS_REVISION or ("&&" not in condition and "||" not in condition):
+        return condition
+    parts = _QUOTED.split(condition)
+    for i in range(0, len(parts), 2):  # the even parts lie outside quotes
+        parts[i] = _OR.sub(" or ", _AND.sub(" and ", parts[i]))
+    return "".join(parts)
+
+
 def _pick(raw: Mapping[str, Any], keys: tuple[str, str], where: str) -> Any:
     """Read a field that has a seed and a rag spelling; both present must agree."""
     values = [raw[k] for k in keys if k in raw]
@@ -134,8 +170,8 @@ def _parse_step(
         tool=tool,
         args=args,
         depends_on=deps,
-        pre_conditions=_str_list(raw.get("pre_conditions"), "pre_conditions", step_id, notes),
-        post_conditions=_str_list(raw.get("post_conditions"), "post_conditions", step_id, notes),
+        pre_conditions=_conditions(raw, "pre_conditions", step_id, notes, reading),
+        post_conditions=_conditions(raw, "post_conditions", step_id, notes, reading),
         retry_limit=retry,
         fallback=fallback,
         purpose=purpose,
@@ -210,7 +246,8 @@ TOOL_DEP = "dependency names a tool"
 TOOL_PLACEHOLDER = "placeholder names a tool"
 RESULT_PLACEHOLDER = "placeholder names result"
 IMPLIED_DEP = "dependency implied by a placeholder"
-READINGS = (TEMPLATE_DEP, TOOL_DEP, TOOL_PLACEHOLDER, RESULT_PLACEHOLDER, IMPLIED_DEP)
+C_OPERATORS = "condition joined with && or ||"
+READINGS = (TEMPLATE_DEP, TOOL_DEP, TOOL_PLACEHOLDER, RESULT_PLACEHOLDER, IMPLIED_DEP, C_OPERATORS)
 """The slips revision 2 reads (docs/planners.md#plan-revisions), as their notes name them."""
 
 
@@ -222,6 +259,7 @@ class _Reading(NamedTuple):
     tools: frozenset[str]
     earlier: Sequence[PlanStep]
     done: frozenset[str]
+    c_operators: bool = False  # revision 3: a condition's && and || read as and, or
 
 
 class _Candidates(NamedTuple):
@@ -528,7 +566,8 @@ def _parse_plan(
     steps: list[PlanStep] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_steps):
-        reading = _Reading(tool_set, steps, done) if revision >= 2 else None  # steps so far
+        c_operators = revision >= C_OPERATORS_REVISION
+        reading = _Reading(tool_set, steps, done, c_operators) if revision >= 2 else None
         step = _parse_step(raw, index, tool_set, notes, reading)
         if step.id in seen:
             raise PlanError("duplicate_id", f"duplicate step id {step.id}")

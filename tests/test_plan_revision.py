@@ -144,3 +144,40 @@ def test_a_recording_with_the_key_replays_under_its_own_value_not_the_default() 
     overrides = recording.recorded_overrides(rec)
     for pinned in ("plan_revision=2", "grading=facts", "recovery=article"):
         assert pinned in overrides
+
+
+def test_revision_3_reads_a_conditions_and_and_or_signs_and_nothing_else() -> None:
+    """``&&`` and ``||`` outside quotes have one reading; revision 3 reads them as ``and`` and
+    ``or`` (a repair each), keeps quoted text and ``!=`` as written, and asks with revision 2's
+    prompt. At revision 2 the same condition is kept, and the executor cannot evaluate it."""
+    from planarena.planners.conditions import ConditionError
+    from planarena.planners.plan import C_OPERATORS
+
+    written = "internet_accessible == true && result.ok != false"
+    quoted = "result.name == 'A && B' || result.ok"
+    step = {"id": "step_1", "tool": "search", "args": {}, "depends_on": [],
+            "pre_conditions": [written], "post_conditions": [quoted]}  # fmt: skip
+    text = json.dumps({"goal": "g", "steps": [step]})
+    at2, at3 = parse_plan(text, ["search"], revision=2), parse_plan(text, ["search"], revision=3)
+    assert (at2.steps[0].pre_conditions, at2.repaired) == ([written], False)
+    read = "internet_accessible == true and result.ok != false"
+    assert at3.steps[0].pre_conditions == [read]
+    assert at3.steps[0].post_conditions == ["result.name == 'A && B' or result.ok"]
+    assert at3.repaired and sum(C_OPERATORS in n for n in at3.normalizations) == 2
+    context = {"internet_accessible": True, "result": {"ok": True, "name": "x"}}
+    with pytest.raises(ConditionError):
+        evaluate_condition(written, context)
+    assert evaluate_condition(read, context) is True
+    spec = ToolSpec("search", "Search.", {"type": "object", "properties": {}})
+    assert plan_system([spec], revision=3) == plan_system([spec], revision=2)
+
+
+def test_every_and_sign_condition_of_the_1_5b_recording_is_an_expression_once_read() -> None:
+    """The measurement behind revision 3: the 1.5B model's accepted plans join conditions with
+    ``&&``, and each one so read is an expression the executor evaluates."""
+    from planarena.experiments.calibrate import plan_reading
+
+    rec = RECORDING.parent / "qwen2.5-coder-1.5b"
+    line = plan_reading.condition_readings(list(plan_reading.replies(rec)))
+    conditions, expressions = int(line.split("): ")[1].split()[0]), int(line.rsplit(": ", 1)[1])
+    assert conditions > 100 and expressions == conditions, line

@@ -57,7 +57,7 @@ from planarena.planners.formats import (
 from planarena.planners.llm.protocol import RequestKind
 from planarena.planners.llm.sim_decider import Decider
 from planarena.planners.llm.sim_reading import step_core
-from planarena.planners.plan import PlanError, parse_plan, tool_as_read
+from planarena.planners.plan import PlanError, parse_plan, read_condition, tool_as_read
 from planarena.planners.plan_model import canonical_step_id
 from planarena.planners.plan_prose import load_prose
 from planarena.planners.plan_text import load_json
@@ -333,7 +333,8 @@ def prose_condition_rows(d: Decision, steps: list[Any], fmt: str) -> list[Row]:
         for field in ("pre_conditions", "post_conditions"):
             written = step.get(field) or []
             for condition in written if isinstance(written, list) else [written]:
-                prose = int(not is_expression(condition))
+                read = read_condition(condition, d.plan_revision)
+                prose = int(not is_expression(read))
                 rows.append(d.row("prose_condition", prose, format=fmt))
     return rows
 

@@ -1,5 +1,6 @@
 """How the plan reader's revisions read a recording's real plans: which replies revision 1
-rejects and why, and which of them revision 2 reads (and by which repair).
+rejects and why, which of them revision 2 reads (and by which repair), and how many
+conditions revision 3 reads (``&&`` and ``||`` as ``and`` and ``or``).
 
 Run as ``python -m planarena.experiments.calibrate.plan_reading <recording dir>``; it reads the
 recording's ``run/traces.jsonl.xz`` and prints a markdown table. It is the measurement behind
@@ -19,8 +20,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from planarena.planners.conditions import is_expression
 from planarena.planners.formats import Generated, parse_step_lines, request_format
-from planarena.planners.plan import READING_NOTE, Plan, PlanError, parse_plan
+from planarena.planners.plan import (
+    C_OPERATORS,
+    C_OPERATORS_REVISION,
+    READING_NOTE,
+    Plan,
+    PlanError,
+    parse_plan,
+)
 from planarena.planners.plan_prose import written_steps
 from planarena.planners.plan_refs import template_name, template_step_id
 
@@ -229,17 +238,38 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def condition_readings(replies: Sequence[PlanReply]) -> str:
+    """The line on revision 3: replies accepted at it whose conditions it read (``&&``,
+    ``||``), how many conditions, and how many of those are expressions once read."""
+    read, conditions, expressions = [], 0, 0
+    for reply in replies:
+        plan = parse(reply, C_OPERATORS_REVISION)
+        if isinstance(plan, PlanError):
+            continue
+        notes = [n for n in plan.normalizations if n.startswith(f"{READING_NOTE}: {C_OPERATORS}")]
+        if notes:
+            read.append(str(reply.text))
+        conditions += len(notes)
+        expressions += sum(is_expression(n.rpartition(" -> ")[2][1:-1]) for n in notes)
+    return (
+        f"- conditions read at revision {C_OPERATORS_REVISION} ({C_OPERATORS}): {conditions} in "
+        f"{len(read)} accepted replies ({len(set(read))} distinct); expressions once read: "
+        f"{expressions}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the measurement of one recording dir; 2 if it holds no trace or no plan."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1 or not (Path(args[0]) / TRACES).is_file():
         print(f"usage: plan_reading <recording dir holding {TRACES}>", file=sys.stderr)
         return 2
-    outcomes = [outcome(r) for r in replies(Path(args[0]))]
+    every = list(replies(Path(args[0])))
+    outcomes = [outcome(r) for r in every]
     if not outcomes:
         print("plan_reading: no plan or replan reply in the recording", file=sys.stderr)
         return 2
-    print(summary(outcomes), table(outcomes), sep="\n\n")
+    print(summary(outcomes) + "\n" + condition_readings(every), table(outcomes), sep="\n\n")
     return 0
 
 

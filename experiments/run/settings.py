@@ -80,8 +80,8 @@ class RunSettings(_Settings):
     equal_recovery_calls: PositiveInt = 40
     grading: Literal["facts", "exact"] = "facts"  # facts: an answer carrying the task's
     # facts in any wording completes it; exact: the answer tool's wording (envs/grading.py)
-    plan_revision: Literal[1, 2] = 2  # the plan prompt and reader (planners/formats.py,
-    # PLAN_REVISIONS); 1: as the shipped 0.5B recording was made
+    plan_revision: Literal[1, 2, 3] = 3  # the plan prompt and reader (planners/formats.py,
+    # PLAN_REVISIONS); 1: as the shipped 0.5B recording was made, 2: as the 1.5B one
     budget: BudgetSettings = BudgetSettings()
     sequential: SequentialSettings = SequentialSettings()
 
