@@ -136,13 +136,24 @@ def test_revision_1_keeps_a_config_id_and_a_recording_without_the_key_replays_un
     assert "plan_revision=1" in recording.recorded_overrides(RECORDING)
 
 
-def test_a_recording_with_the_key_replays_under_its_own_value_not_the_default() -> None:
-    """A recording made with ``plan_revision`` and ``grading`` set (the 1.5B one, at 2 and
-    facts) replays under those values even when the default has moved on: each is pinned on
-    the replay's command line."""
-    rec = RECORDING.parent / "qwen2.5-coder-1.5b"
-    overrides = recording.recorded_overrides(rec)
-    for pinned in ("plan_revision=2", "grading=facts", "recovery=article"):
+def test_a_recording_with_the_key_replays_under_its_own_value_not_the_default(
+    tmp_path: Path,
+) -> None:
+    """A recording made with ``plan_revision`` and ``grading`` set replays under those values
+    even when the default has moved on: each is pinned on the replay's command line (here a
+    recording made at revision 2, graded by facts, under the default revision 3)."""
+    import shutil
+
+    import yaml
+
+    made = tmp_path / "rec" / "run" / ".hydra"
+    shutil.copytree(RECORDING.parent / "qwen2.5-coder-1.5b" / "run" / ".hydra", made)
+    config = yaml.safe_load((made / "config.yaml").read_text())
+    config.update(plan_revision=2, grading="facts", recovery="equal")
+    (made / "config.yaml").write_text(yaml.safe_dump(config))
+    assert PLAN_REVISION != 2
+    overrides = recording.recorded_overrides(tmp_path / "rec")
+    for pinned in ("plan_revision=2", "grading=facts", "recovery=equal"):
         assert pinned in overrides
 
 
