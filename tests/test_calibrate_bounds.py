@@ -12,6 +12,8 @@ profile carries then (``docs/calibration.md``, "Bounds").
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -205,3 +207,21 @@ def test_a_rate_with_no_event_is_bounded_by_its_n_not_by_a_point() -> None:
     assert est.hi is not None and 0.05 < est.hi < 0.15
     ones = bernoulli(rows.assign(outcome=1), "p_malformed_replan", options, absent="-")
     assert ones.value == 1.0 and ones.lo is not None and 0.85 < ones.lo < 0.95
+
+
+def test_a_base_rate_pinned_at_the_held_decay_is_the_profiles(tmp_path: Path) -> None:
+    """Where the decay is not identified, the profile writes the default decay, so the base
+    rate it writes beside it must be the one the data give at that decay. The 1.5B
+    recording's decisions pin it there (about 0.3) while the free fit, trading the base rate
+    against a decay of tens of tokens, spans 0.14 to 1: the profile takes the pinned value,
+    never strong's 0.97 (an error rate of a few percent the data rule out)."""
+    from planarena.experiments.calibrate.calibrate import calibrate
+    from planarena.experiments.run import recording
+
+    rec = Path(__file__).parent / "data" / "recordings" / "qwen2.5-coder-1.5b"
+    with recording.unpacked_cache(rec) as cache:
+        cal = calibrate([rec / "run"], cache=str(cache))
+    est = cal.pooled()["p_correct"]
+    assert est.identified and "given context_scale_tokens" in est.reason
+    values, _ = cal.profile()
+    assert values["context_scale_tokens"] == 4000 and values["p_correct"] < 0.5

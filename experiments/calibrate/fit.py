@@ -658,12 +658,23 @@ def fit_decisions(table: pd.DataFrame, options: FitOptions, group: str = "pooled
             e.identified, e.reason = True, bound.reason
         elif e.parameter == "p_correct":
             # the base rate trades off against the decay: its interval spans both fits', so
-            # it carries the decay's uncertainty as well as its own
+            # it carries the decay's uncertainty as well as its own. Whether it is identified
+            # is judged at the held decay, the one the profile writes beside it: a base rate
+            # the held fit pins is the profile's, never strong's (0.97 at 4,000 tokens, which
+            # the 1.5B recording's decisions put at 0.29 [0.22, 0.37])
             f = free[e.parameter]
             if None not in (e.lo, e.hi, f.lo, f.hi):
+                given = (e.lo, e.hi)
                 e.lo, e.hi = min(e.lo, f.lo), max(e.hi, f.hi)  # type: ignore[type-var]
-                ok = judged(e.parameter, e.value, (e.lo, e.hi), e.n, e.tasks, options)
-                e.identified, e.reason, e.bounded = ok.identified, ok.reason, ok.bounded
+                if e.identified:
+                    e.reason = (
+                        f"{e.reason}, given context_scale_tokens at {DEFAULT_SCALE:g}: "
+                        f"[{given[0]:.3f}, {given[1]:.3f}] there; the interval spans the fit "
+                        "with the decay free too"
+                    )
+                else:
+                    ok = judged(e.parameter, e.value, (e.lo, e.hi), e.n, e.tasks, options)
+                    e.identified, e.reason, e.bounded = ok.identified, ok.reason, ok.bounded
         elif e.identified or e.value is not None:
             e.note = (e.note + "; " if e.note else "") + (
                 f"fitted with context_scale_tokens held at {DEFAULT_SCALE:g}"
