@@ -72,8 +72,8 @@ PLAN_REVISIONS = (1, 2, 3)
    reader accepts the slips of real plans that have one reading (docs/planners.md), each
    counted as a repair.
 3. As 2, and a condition's ``&&`` and ``||`` (outside quotes) read as ``and`` and ``or``,
-   each a repair: the 1.5B recording's accepted plans carried 174 conditions so joined,
-   every one an expression once so read, which failed their steps at revision 2.
+   each a repair: the 1.5B model joins a plan's conditions so, and each one failed its step
+   at revision 2 (docs/planners.md#plan-revisions).
 
 A recording replays under the revision it was made with; a new run takes the latest."""
 PLAN_REVISION = PLAN_REVISIONS[-1]

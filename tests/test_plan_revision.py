@@ -151,6 +151,9 @@ def test_a_recording_with_the_key_replays_under_its_own_value_not_the_default(
     config = yaml.safe_load((made / "config.yaml").read_text())
     config.update(plan_revision=2, grading="facts", recovery="equal")
     (made / "config.yaml").write_text(yaml.safe_dump(config))
+    typed = yaml.safe_load((made / "overrides.yaml").read_text())  # the defaults, not typed
+    kept = [o for o in typed if not o.startswith(("plan_revision=", "grading=", "recovery="))]
+    (made / "overrides.yaml").write_text(yaml.safe_dump(kept))
     assert PLAN_REVISION != 2
     overrides = recording.recorded_overrides(tmp_path / "rec")
     for pinned in ("plan_revision=2", "grading=facts", "recovery=equal"):
