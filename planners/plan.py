@@ -73,11 +73,11 @@ def _conditions(
     """A step's pre- or post-conditions; with a revision-3 ``reading``, each joined with
     ``&&`` or ``||`` read as ``and`` or ``or`` (:func:`read_condition`), a repair."""
     written = _str_list(raw.get(field), field, step_id, notes)
-    if reading is None or not reading.c_operators:
+    if reading is None:
         return written
     out = []
     for condition in written:
-        read = read_condition(condition, C_OPERATORS_REVISION)
+        read = read_condition(condition, reading.revision)
         if read != condition:
             notes.append(f"{READING_NOTE}: {C_OPERATORS} in {step_id}: {condition!r} -> {read!r}")
         out.append(read)
@@ -259,7 +259,7 @@ class _Reading(NamedTuple):
     tools: frozenset[str]
     earlier: Sequence[PlanStep]
     done: frozenset[str]
-    c_operators: bool = False  # revision 3: a condition's && and || read as and, or
+    revision: int = 2  # the reader's revision (from 3 a condition's && and || are read)
 
 
 class _Candidates(NamedTuple):
@@ -566,8 +566,7 @@ def _parse_plan(
     steps: list[PlanStep] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_steps):
-        c_operators = revision >= C_OPERATORS_REVISION
-        reading = _Reading(tool_set, steps, done, c_operators) if revision >= 2 else None
+        reading = _Reading(tool_set, steps, done, revision) if revision >= 2 else None
         step = _parse_step(raw, index, tool_set, notes, reading)
         if step.id in seen:
             raise PlanError("duplicate_id", f"duplicate step id {step.id}")

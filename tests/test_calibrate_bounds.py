@@ -225,3 +225,13 @@ def test_a_base_rate_pinned_at_the_held_decay_is_the_profiles(tmp_path: Path) ->
     assert est.identified and "given context_scale_tokens" in est.reason
     values, _ = cal.profile()
     assert values["context_scale_tokens"] == 4000 and values["p_correct"] < 0.5
+
+
+def test_the_held_decay_is_the_one_a_profile_falls_back_to() -> None:
+    """A decay the data do not identify is held at DEFAULT_SCALE for the fit, and the profile
+    writes strong's value for it: the two must be one number, or the base rate fitted at the
+    held decay would be written beside another."""
+    from planarena.experiments.calibrate.calibrate import BASE
+    from planarena.planners.llm.profiles import SKILLS
+
+    assert SKILLS[BASE].context_scale_tokens == calibrate_fit.DEFAULT_SCALE

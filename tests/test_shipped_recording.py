@@ -143,3 +143,28 @@ def test_the_readme_completion_table_is_the_records() -> None:
             sum(r["success"] for r in mine if (r["env"], r["complexity"]) == c) for c in cells
         ]
         assert stated == counted, planner
+
+
+def test_the_readme_failure_modes_and_plan_reading_are_measured() -> None:
+    """The 1.5B README's failure modes per planner are the records', and its count of the
+    conditions revision 3 reads is what ``plan_reading`` measures on the traces."""
+    import json
+    from collections import Counter
+
+    from planarena.experiments.calibrate import plan_reading
+
+    folder = SHIPPED / "qwen2.5-coder-1.5b"
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    records = [json.loads(line) for line in (folder / "run" / "episodes.jsonl").open()]
+    for planner in {r["planner"] for r in records}:
+        modes = Counter(r["failure_mode"] for r in records if r["planner"] == planner)
+        modes.pop("none", None)
+        stated = re.search(rf"^\| {planner} \| ([a-z_]+ \d+(?:, [a-z_]+ \d+)*) \|$", readme, re.M)
+        assert stated is not None, planner
+        pairs = [item.rsplit(" ", 1) for item in stated.group(1).split(", ")]
+        assert {mode: int(n) for mode, n in pairs} == dict(modes), planner
+    line = plan_reading.condition_readings(list(plan_reading.replies(folder)))
+    conditions, replies = re.search(r"\): (\d+) in (\d+) accepted", line).groups()  # type: ignore[union-attr]
+    assert f"Revision 3 also reads {conditions} conditions in {replies} accepted replies" in (
+        " ".join(readme.split())
+    )

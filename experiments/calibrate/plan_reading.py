@@ -243,14 +243,23 @@ def condition_readings(replies: Sequence[PlanReply]) -> str:
     ``||``), how many conditions, and how many of those are expressions once read."""
     read, conditions, expressions = [], 0, 0
     for reply in replies:
-        plan = parse(reply, C_OPERATORS_REVISION)
-        if isinstance(plan, PlanError):
-            continue
-        notes = [n for n in plan.normalizations if n.startswith(f"{READING_NOTE}: {C_OPERATORS}")]
-        if notes:
+        before, after = parse(reply, C_OPERATORS_REVISION - 1), parse(reply, C_OPERATORS_REVISION)
+        if isinstance(before, PlanError) or isinstance(after, PlanError):
+            continue  # conditions decide no plan's acceptance: both parse, or neither
+        changed = [
+            now
+            for old, new in zip(before.steps, after.steps, strict=True)
+            for was, now in zip(
+                [*old.pre_conditions, *old.post_conditions],
+                [*new.pre_conditions, *new.post_conditions],
+                strict=True,
+            )
+            if was != now
+        ]
+        if changed:
             read.append(str(reply.text))
-        conditions += len(notes)
-        expressions += sum(is_expression(n.rpartition(" -> ")[2][1:-1]) for n in notes)
+        conditions += len(changed)
+        expressions += sum(is_expression(c) for c in changed)
     return (
         f"- conditions read at revision {C_OPERATORS_REVISION} ({C_OPERATORS}): {conditions} in "
         f"{len(read)} accepted replies ({len(set(read))} distinct); expressions once read: "

@@ -49,12 +49,6 @@ MIRRORED: tuple[str, ...] = (
 """The keys that make the real run's episodes what they are, copied as they are. A cost cap
 (``budget.max_cost_usd``) is not: it prices a real model, and the simulator costs nothing."""
 
-MIRRORED_SINCE: Mapping[str, Any] = SETTINGS_SINCE
-"""Keys added since the first recordings that make episodes what they are too (how an answer
-is graded, which plan prompt and reader, which recovery budgets), copied as well, with the value
-every run made before the key had. Not copying them ran the simulator under the current default
-beside a real run made under another: the 0.5B recording's plans read at revision 1 and its
-answers graded by wording, the simulator's at revision 2 and by facts."""
 
 FAMILY_DIGEST_KEYS = (FAMILY_DIGEST,)
 """Keys the runner adds to a family-file env's spec (its content's digest): not the user's."""
@@ -184,10 +178,12 @@ def _bare(value: Any) -> Any:
 
 
 def mirrored(real: Mapping[str, Any], real_run: Path | None = None) -> dict[str, Any]:
-    """The real run's values of :data:`MIRRORED` (dotted key -> value); with ``real_run``,
-    its envs on the tasks it was made on (:func:`pinned_env`)."""
+    """The real run's values of :data:`MIRRORED` and of the keys added since the first
+    recordings (``SETTINGS_SINCE``: grading, plan revision, recovery; a run made before a key
+    gets its value then) (dotted key -> value); with ``real_run``, its envs on the tasks it was
+    made on (:func:`pinned_env`)."""
     out = {key: _bare(_get(real, key)) for key in MIRRORED}
-    for key, before in MIRRORED_SINCE.items():
+    for key, before in SETTINGS_SINCE.items():
         value = _get(real, key)
         out[key] = before if value is None else _bare(value)
     if real_run is not None and isinstance(out.get("env"), dict):

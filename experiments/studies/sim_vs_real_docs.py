@@ -24,7 +24,7 @@ SECTIONS = (
 
 
 SECTIONS_NO_COMPLETION = tuple(
-    s for s in SECTIONS if s not in {SECTIONS[2], SECTIONS[3]}
+    s for s in SECTIONS if "by completion" not in s and not s.startswith("Completion")
 )  # a recording that completes nothing: its completion tables are all 0 %
 SMALL = "qwen2.5-coder-0.5b"
 """The subfolder holding the run on the 0.5B recording, rendered in a block of its own."""
